@@ -1,0 +1,169 @@
+// Package cli implements the pgbisect command line: one file per
+// subcommand, each registering itself with register in an init function.
+// Results go to stdout, progress and logs to stderr; main only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+)
+
+// Env is what a subcommand gets: its arguments, its writers and a logger.
+type Env struct {
+	Args   []string
+	Stdout io.Writer
+	Stderr io.Writer
+	Log    *slog.Logger
+}
+
+// command is one subcommand.
+type command struct {
+	Name    string
+	Summary string // one line for the command list
+	Run     func(ctx context.Context, env *Env) error
+}
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.Name]; dup {
+		panic("cli: command registered twice: " + c.Name)
+	}
+	commands[c.Name] = c
+}
+
+// errUsage marks an error whose message already says how to use the command;
+// Main exits 2 for it.
+var errUsage = errors.New("usage")
+
+// usageError returns an error that Main reports with exit status 2.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// Main runs pgbisect with args (without the program name) and returns the
+// process exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "pgbisect: unknown command %q%s\nRun 'pgbisect help' for the list of commands.\n", args[0], suggest(args[0]))
+		return 2
+	}
+	err := c.Run(ctx, &Env{Args: args[1:], Stdout: stdout, Stderr: stderr, Log: log})
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "pgbisect %s: %s\n", c.Name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 2
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "pgbisect %s: interrupted: %v\n", c.Name, err)
+		return 130
+	default:
+		fmt.Fprintf(stderr, "pgbisect %s: %v\n", c.Name, err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "pgbisect builds PostgreSQL at commits, benchmarks them and bisects performance regressions.")
+	fmt.Fprintln(w, "\nUsage: pgbisect COMMAND [flags] [args]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
+	}
+	fmt.Fprintln(w, "\nRun 'pgbisect COMMAND -h' for a command's flags.")
+}
+
+// suggest returns a "did you mean" hint for a mistyped command name.
+func suggest(name string) string {
+	best, bestD := "", 3
+	for n := range commands {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// newFlags returns a flag set for subcommand name whose errors and help go to
+// env.Stderr.
+func newFlags(env *Env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: pgbisect %s %s\n\nFlags:\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses env.Args with fs and returns the positional arguments.
+// Flags may come before, between or after positional arguments
+// ("run REV --samples 5"), as users of git and pgbench expect; "--" ends
+// flag parsing.
+func parseFlags(fs *flag.FlagSet, env *Env) ([]string, error) {
+	var pos []string
+	args := env.Args
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError("%v", err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if len(env.Args) >= len(args) && env.Args[len(env.Args)-len(args)-1] == "--" {
+			return append(pos, args...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

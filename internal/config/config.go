@@ -1,0 +1,311 @@
+// Package config loads pgbisect's configuration file (configs/pgbisect.yaml).
+//
+// Loading is strict: an unknown key or a value of the wrong type is an
+// error naming the file and line, with a hint for likely typos. Defaults are
+// applied before validation, so a missing file or an empty one is a valid
+// configuration. Secrets never live here: the GitHub token comes only from
+// the GITHUB_TOKEN environment variable.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is the whole configuration. Field comments give the defaults.
+type Config struct {
+	// Repo is the PostgreSQL git repository: a local directory or a URL that
+	// is cloned into the state directory once and fetched afterwards.
+	// Default: https://git.postgresql.org/git/postgresql.git
+	Repo string `yaml:"repo"`
+	// Branch is the branch the nightly pass follows. Default: master.
+	Branch string `yaml:"branch"`
+	// StateDir holds the clone, worktrees, build cache, clusters, logs and
+	// reports. Default: /var/lib/pgbisect as root, else
+	// $XDG_STATE_HOME/pgbisect (~/.local/state/pgbisect). PGBISECT_STATE
+	// overrides the file.
+	StateDir string `yaml:"state_dir"`
+	// RunAs is the unprivileged user that runs initdb, the server and the
+	// client tools when pgbisect runs as root. Default: postgres.
+	RunAs string `yaml:"run_as"`
+	// DB is the results database URL. Default: empty, meaning a private
+	// cluster under the state directory. PGBISECT_DB overrides the file.
+	DB string `yaml:"db"`
+
+	Build   Build   `yaml:"build"`
+	Bench   Bench   `yaml:"bench"`
+	Stats   Stats   `yaml:"stats"`
+	GitHub  GitHub  `yaml:"github"`
+	Nightly Nightly `yaml:"nightly"`
+
+	// File is the path the configuration was loaded from ("" for defaults).
+	File string `yaml:"-"`
+}
+
+// Build holds the build options. Changing any of them changes the build key,
+// so builds with other options are cached separately.
+type Build struct {
+	// Configure is the list of extra configure flags (autoconf builds).
+	// Default: none (--prefix and --enable-depend are always added).
+	Configure []string `yaml:"configure"`
+	// CFLAGS is passed to configure. Default: empty (PostgreSQL's -O2).
+	CFLAGS string `yaml:"cflags"`
+	// Meson builds with meson and ninja where the tree has meson.build.
+	// Default: false (autoconf and make, which every release has).
+	Meson bool `yaml:"meson"`
+	// MesonOptions are extra -D options for meson setup. Default: none.
+	MesonOptions []string `yaml:"meson_options"`
+	// Jobs is the parallelism of make/ninja. Default: the number of CPUs.
+	Jobs int `yaml:"jobs"`
+	// NoCompile lists path patterns whose changes cannot change the server
+	// (documentation, regression test inputs, translations). A commit that
+	// only touches these shares its parent's build. Default: see
+	// build.DefaultNoCompile.
+	NoCompile []string `yaml:"no_compile"`
+	// Timeout bounds one build. Default: 1h.
+	Timeout time.Duration `yaml:"timeout"`
+	// KeepMaxAge and KeepMaxBytes bound the build cache for "build --prune".
+	// Default: 0 (keep everything).
+	KeepMaxAge   time.Duration `yaml:"keep_max_age"`
+	KeepMaxBytes int64         `yaml:"keep_max_bytes"`
+}
+
+// Bench holds settings for running scenarios.
+type Bench struct {
+	// ClientBin is the directory of the pgbench and psql used for every
+	// measurement, so that a change in the client is not mistaken for one in
+	// the server. Default: empty, meaning the client tools of the oldest
+	// build in each comparison.
+	ClientBin string `yaml:"client_bin"`
+	// KeepClusters keeps cluster directories after a run, for debugging.
+	// Default: false.
+	KeepClusters bool `yaml:"keep_clusters"`
+}
+
+// Stats overrides statistical thresholds; zero values keep the defaults of
+// bench/stats.DefaultThresholds.
+type Stats struct {
+	Alpha        float64       `yaml:"alpha"`
+	Confidence   float64       `yaml:"confidence"`
+	MinEffect    float64       `yaml:"min_effect"`
+	StartSamples int           `yaml:"start_samples"`
+	Batch        int           `yaml:"batch"`
+	MaxSamples   int           `yaml:"max_samples"`
+	MaxTime      time.Duration `yaml:"max_time"`
+}
+
+// GitHub names where findings are posted.
+type GitHub struct {
+	// Repo is owner/name. Default: empty (posting disabled).
+	Repo string `yaml:"repo"`
+	// APIURL is the API base URL. Default: https://api.github.com/ (set it
+	// for GitHub Enterprise).
+	APIURL string `yaml:"api_url"`
+	// Labels are put on every issue; the first is the bot's label used to
+	// find its own issues. Default: [pgbisect, performance-regression].
+	Labels []string `yaml:"labels"`
+}
+
+// Nightly configures the nightly pass and the daemon.
+type Nightly struct {
+	// Schedule is a robfig/cron spec. Default: "0 2 * * *" (02:00 daily).
+	Schedule string `yaml:"schedule"`
+	// TimeZone is the schedule's IANA time zone. Default: UTC.
+	TimeZone string `yaml:"time_zone"`
+	// Scenarios are the scenario files of the nightly suite, relative to
+	// the config file. Default: [scenarios/copy-single.yaml].
+	Scenarios []string `yaml:"scenarios"`
+}
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	if c.Repo == "" {
+		c.Repo = "https://git.postgresql.org/git/postgresql.git"
+	}
+	if c.Branch == "" {
+		c.Branch = "master"
+	}
+	if s := os.Getenv("PGBISECT_STATE"); s != "" {
+		c.StateDir = s
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir()
+	}
+	if c.RunAs == "" {
+		c.RunAs = "postgres"
+	}
+	if s := os.Getenv("PGBISECT_DB"); s != "" {
+		c.DB = s
+	}
+	if c.Build.Timeout == 0 {
+		c.Build.Timeout = time.Hour
+	}
+	if c.GitHub.APIURL == "" {
+		c.GitHub.APIURL = "https://api.github.com/"
+	}
+	if len(c.GitHub.Labels) == 0 {
+		c.GitHub.Labels = []string{"pgbisect", "performance-regression"}
+	}
+	if c.Nightly.Schedule == "" {
+		c.Nightly.Schedule = "0 2 * * *"
+	}
+	if c.Nightly.TimeZone == "" {
+		c.Nightly.TimeZone = "UTC"
+	}
+	if len(c.Nightly.Scenarios) == 0 {
+		c.Nightly.Scenarios = []string{"scenarios/copy-single.yaml"}
+	}
+}
+
+// DefaultStateDir is /var/lib/pgbisect for root and
+// $XDG_STATE_HOME/pgbisect (or ~/.local/state/pgbisect) for anyone else.
+// Root's default is outside /root so the unprivileged server user can reach
+// the builds and clusters kept there.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/pgbisect"
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "pgbisect")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "pgbisect")
+	}
+	return filepath.Join(home, ".local", "state", "pgbisect")
+}
+
+// LoadFile reads and validates the configuration at path.
+func LoadFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Load(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Load parses and validates configuration data; name is used in errors.
+func Load(data []byte, name string) (*Config, error) {
+	c := &Config{}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		if err := yaml.UnmarshalWithOptions(data, c, yaml.DisallowUnknownField()); err != nil {
+			return nil, YAMLError(name, err, knownKeys)
+		}
+	}
+	c.File = name
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db", "build", "bench", "stats", "github", "nightly",
+	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
+	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
+	"api_url", "labels", "schedule", "time_zone", "scenarios"}
+
+func (c *Config) validate() error {
+	if c.Build.Jobs < 0 {
+		return errors.New("build.jobs must be 0 (all CPUs) or more")
+	}
+	if c.Stats.Alpha < 0 || c.Stats.Alpha >= 0.5 {
+		return fmt.Errorf("stats.alpha %g is out of range: use a small probability such as 0.01", c.Stats.Alpha)
+	}
+	if c.Stats.MinEffect < 0 || c.Stats.MinEffect >= 1 {
+		return fmt.Errorf("stats.min_effect %g is out of range: it is a fraction, 0.03 means 3%%", c.Stats.MinEffect)
+	}
+	if c.GitHub.Repo != "" && strings.Count(c.GitHub.Repo, "/") != 1 {
+		return fmt.Errorf("github.repo %q must be owner/name", c.GitHub.Repo)
+	}
+	if _, err := time.LoadLocation(c.Nightly.TimeZone); err != nil {
+		return fmt.Errorf("nightly.time_zone %q: %w", c.Nightly.TimeZone, err)
+	}
+	return nil
+}
+
+// ScenarioPath resolves a nightly scenario path relative to the config file.
+func (c *Config) ScenarioPath(p string) string {
+	if filepath.IsAbs(p) || c.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.File), p)
+}
+
+var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
+var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
+
+// YAMLError turns a go-yaml error into "file:line: message", adding a
+// "did you mean" hint when an unknown key is close to a known one. It is
+// shared by every strict YAML loader in pgbisect (config and scenarios).
+func YAMLError(file string, err error, known []string) error {
+	msg := err.Error()
+	// go-yaml appends a source excerpt after the first line; keep line one.
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	loc := file
+	if m := yamlPos.FindStringSubmatch(msg); m != nil {
+		loc = fmt.Sprintf("%s:%s", file, m[1])
+		msg = msg[len(m[0]):]
+	}
+	if m := unknownField.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("unknown key %q", m[1])
+		if s := Closest(m[1], known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+	}
+	return fmt.Errorf("%s: %s", loc, msg)
+}
+
+// Closest returns the candidate nearest to s by edit distance, or "" when
+// none is close enough to be a likely typo.
+func Closest(s string, candidates []string) string {
+	best, bestD := "", len(s)/2+1
+	if bestD > 3 {
+		bestD = 3
+	}
+	for _, c := range candidates {
+		if d := distance(s, c); d < bestD || (d == bestD && best == "" && d <= 1) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,34 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"typo", "repo: /x\nbuild:\n  configur: [--enable-debug]\n", `pgbisect.yaml:3: unknown key "configur" (did you mean "configure"?)`},
+		{"type", "build:\n  jobs: many\n", "pgbisect.yaml:2:"},
+		{"range", "stats:\n  min_effect: 3\n", "stats.min_effect 3 is out of range"},
+		{"tz", "nightly:\n  time_zone: Mars/Olympus\n", `nightly.time_zone "Mars/Olympus"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load([]byte(c.yaml), "pgbisect.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Setenv("PGBISECT_STATE", "/tmp/st")
+	c, err := Load([]byte("branch: REL_16_STABLE\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "REL_16_STABLE" || c.StateDir != "/tmp/st" || c.RunAs != "postgres" || c.Nightly.Schedule == "" {
+		t.Fatalf("unexpected config %+v", c)
+	}
+}

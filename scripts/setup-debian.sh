@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs what pgbisect needs on a Debian bookworm machine, as root:
+# the PostgreSQL build dependencies, Debian's postgresql-15 (its server
+# binaries run the results store and the fast tests; its source is the
+# fixture of the end-to-end tests), and an unprivileged user to run servers.
+# Safe to run again: every step checks first.
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+	echo "setup-debian.sh: run as root (it installs Debian packages)" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+PKGS=(build-essential bison flex perl libreadline-dev zlib1g-dev pkg-config
+	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# deb-src entries so that `apt-get source` finds postgresql-15. Only the main
+# archive: the security archive's source pool is not always mirrored.
+if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
+	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	cat >/etc/apt/sources.list.d/pgbisect-src.sources <<SRC
+Types: deb-src
+URIs: ${uri:-http://deb.debian.org/debian}
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	need_update=1
+fi
+
+if [ "${#missing[@]}" -gt 0 ] || [ -n "${need_update:-}" ]; then
+	apt-get update -qq
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's postgresql-15 source tarball: the PostgreSQL source the tests and
+# the demo import into a git repository.
+SRC_DIR="${PGBISECT_PGSRC_DIR:-/var/cache/pgbisect/pgsrc}"
+mkdir -p "$SRC_DIR"
+if ! ls "$SRC_DIR"/postgresql-15_*.orig.tar.* >/dev/null 2>&1; then
+	# Newest first; a version whose files the mirror lacks is skipped.
+	ok=
+	for v in $(apt-cache showsrc postgresql-15 | awk '/^Version:/ {print $2}' | sort -rV); do
+		if (cd "$SRC_DIR" && apt-get source --download-only -qq "postgresql-15=$v" 2>/dev/null); then
+			ok=1
+			break
+		fi
+	done
+	if [ -z "$ok" ]; then
+		echo "setup-debian.sh: could not download the postgresql-15 source package" >&2
+		exit 1
+	fi
+fi
+ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1
+
+if ! command -v go >/dev/null; then
+	echo "setup-debian.sh: Go 1.22 or newer is needed on PATH (https://go.dev/dl)" >&2
+	exit 1
+fi
