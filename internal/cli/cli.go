@@ -156,14 +156,14 @@ func parseFlags(fs *flag.FlagSet, env *Env) ([]string, error) {
 			}
 			return nil, usageError("%v", err)
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		if len(env.Args) >= len(args) && env.Args[len(env.Args)-len(args)-1] == "--" {
-			return append(pos, args...), nil
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }

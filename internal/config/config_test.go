@@ -32,3 +32,13 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("unexpected config %+v", c)
 	}
 }
+
+func TestShippedConfigLoads(t *testing.T) {
+	c, err := LoadFile("../../configs/pgbisect.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Branch != "master" || len(c.Nightly.Scenarios) != 1 {
+		t.Fatalf("unexpected config %+v", c)
+	}
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up a Debian bookworm machine (as root) and runs every pgbisect test,
+# including the end-to-end ones that build PostgreSQL 15 from source.
+# Usage: bash scripts/test.sh [go test flags...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup-debian.sh
+
+# A fresh state directory for the shared test builds unless one is given:
+# the end-to-end tests build PostgreSQL once into it and share that build.
+if [ -z "${PGBISECT_TEST_STATE:-}" ]; then
+	export PGBISECT_TEST_STATE="$(mktemp -d /tmp/pgbisect-test.XXXXXX)"
+	trap 'rm -rf "$PGBISECT_TEST_STATE"' EXIT
+fi
+chmod 0755 "$PGBISECT_TEST_STATE"
+
+unformatted="$(gofmt -l cmd internal build bench bisect notify store 2>/dev/null || true)"
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -count=1 -timeout 80m "$@" ./...
