@@ -1,0 +1,243 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	mstats "github.com/aclements/go-moremath/stats"
+)
+
+// Direction says which way a metric gets better.
+type Direction int
+
+const (
+	// LowerIsBetter is for times and latencies.
+	LowerIsBetter Direction = iota
+	// HigherIsBetter is for throughput such as transactions per second.
+	HigherIsBetter
+)
+
+func (d Direction) String() string {
+	if d == HigherIsBetter {
+		return "higher is better"
+	}
+	return "lower is better"
+}
+
+// Verdict is the outcome of a Comparison.
+type Verdict int
+
+const (
+	// Unknown means not yet decided: take more samples (Thresholds.More).
+	Unknown Verdict = iota
+	// Same means the ratio of medians lies within MinEffect of 1 with the
+	// requested confidence.
+	Same
+	// Regression means B is worse than A in the metric's direction.
+	Regression
+	// Improvement means B is better than A in the metric's direction.
+	Improvement
+	// Inconclusive means undecided with the sample budget spent.
+	Inconclusive
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Unknown:
+		return "unknown"
+	case Same:
+		return "same"
+	case Regression:
+		return "regression"
+	case Improvement:
+		return "improvement"
+	case Inconclusive:
+		return "inconclusive"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Different reports whether v is Regression or Improvement.
+func (v Verdict) Different() bool { return v == Regression || v == Improvement }
+
+// Decided reports whether the sampler should stop: anything but Unknown.
+func (v Verdict) Decided() bool { return v != Unknown }
+
+// Comparison is the decision about a baseline sample A and a candidate
+// sample B, with its evidence.
+type Comparison struct {
+	Verdict   Verdict
+	Direction Direction
+	// A is the baseline (older, good) sample, B the candidate (newer).
+	A, B Summary
+	// Ratio is median(B)/median(A); Lo and Hi bound its bootstrap interval at
+	// Confidence. All three are NaN when a median is not positive.
+	Ratio, Lo, Hi float64
+	Confidence    float64
+	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
+	// is what LookAlpha is compared against.
+	PMannWhitney, PKS, P float64
+	// LookAlpha is the per-look significance level (Thresholds.LookAlpha).
+	LookAlpha float64
+	// MinEffect is the band used for Same.
+	MinEffect float64
+	// Warnings are caveats for the report, in plain words.
+	Warnings []string
+}
+
+// Change is the relative change of the median, Ratio-1 (+0.10 = B's
+// median is 10% higher).
+func (c Comparison) Change() float64 { return c.Ratio - 1 }
+
+// Worse is how much worse B is than A as a fraction, in the metric's
+// direction: +0.10 means 10% slower (LowerIsBetter) or 10% less throughput
+// (HigherIsBetter, 1 - Ratio), negative for an improvement. Rank culprits by
+// it.
+func (c Comparison) Worse() float64 {
+	if c.Direction == HigherIsBetter {
+		return 1 - c.Ratio
+	}
+	return c.Ratio - 1
+}
+
+// AtBudget returns c with an Unknown verdict turned into Inconclusive. The
+// sampler calls it when it stops for a reason Compare cannot see, such as
+// Thresholds.MaxTime.
+func (c Comparison) AtBudget() Comparison {
+	if c.Verdict == Unknown {
+		c.Verdict = Inconclusive
+		c.Warnings = append(slices.Clone(c.Warnings), "time budget reached before a verdict")
+	}
+	return c
+}
+
+// Compare decides whether b differs from a for a metric with direction dir.
+// It does not modify a or b. Zero fields of th take their defaults. A side
+// with fewer than two values gives Unknown. When both sides have at least
+// th.MaxSamples values an undecided comparison is Inconclusive.
+func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
+	th = th.WithDefaults()
+	sa, sb := slices.Clone(a), slices.Clone(b)
+	slices.Sort(sa)
+	slices.Sort(sb)
+	lookAlpha, _ := th.LookAlpha()
+	c := Comparison{
+		Direction:    dir,
+		Ratio:        math.NaN(),
+		Lo:           math.NaN(),
+		Hi:           math.NaN(),
+		Confidence:   th.Confidence,
+		PMannWhitney: 1,
+		PKS:          1,
+		P:            1,
+		LookAlpha:    lookAlpha,
+		MinEffect:    th.MinEffect,
+	}
+	if len(sa) > 0 {
+		c.A = summarizeSorted(sa)
+	}
+	if len(sb) > 0 {
+		c.B = summarizeSorted(sb)
+	}
+	atBudget := len(sa) >= th.MaxSamples && len(sb) >= th.MaxSamples
+	c.Warnings = sampleWarnings(c, sa, sb, th)
+	if len(sa) < 2 || len(sb) < 2 {
+		return c
+	}
+	if c.A.Median > 0 && c.B.Median > 0 && sa[0] > 0 && sb[0] > 0 {
+		c.Ratio = c.B.Median / c.A.Median
+		c.Lo, c.Hi = RatioCI(sa, sb, th.Confidence, th.Resamples)
+	} else {
+		c.Warnings = append(c.Warnings, "values are not all positive: no ratio of medians, verdict from p-values cannot be made")
+	}
+	if u, err := mstats.MannWhitneyUTest(sa, sb, mstats.LocationDiffers); err == nil {
+		c.PMannWhitney = u.P
+	}
+	_, c.PKS = KSTest(sa, sb)
+	c.P = math.Min(c.PMannWhitney, c.PKS)
+
+	c.Verdict = decide(c)
+	if c.P < lookAlpha && c.PMannWhitney >= lookAlpha && !c.Verdict.Different() {
+		c.Warnings = append(c.Warnings, fmt.Sprintf(
+			"the distributions differ in shape or spread (KS p=%.2g) but not clearly in location (Mann-Whitney p=%.2g)",
+			c.PKS, c.PMannWhitney))
+	}
+	if c.Verdict == Same && c.P < lookAlpha {
+		c.Warnings = append(c.Warnings, fmt.Sprintf(
+			"a real change of %+.1f%% (p=%.2g) is smaller than min effect %.1f%%",
+			100*c.Change(), c.P, 100*th.MinEffect))
+	}
+	if c.Verdict == Unknown && atBudget {
+		c.Verdict = Inconclusive
+		c.Warnings = append(c.Warnings, fmt.Sprintf(
+			"sample budget of %d per side reached before a verdict", th.MaxSamples))
+	}
+	return c
+}
+
+// decide applies the rules of the package documentation to the evidence.
+func decide(c Comparison) Verdict {
+	if math.IsNaN(c.Lo) {
+		return Unknown
+	}
+	if c.Lo >= 1-c.MinEffect && c.Hi <= 1+c.MinEffect {
+		return Same
+	}
+	if c.P >= c.LookAlpha {
+		return Unknown
+	}
+	var higher bool
+	switch {
+	case c.Lo > 1 && c.Ratio > 1:
+		higher = true
+	case c.Hi < 1 && c.Ratio < 1:
+		higher = false
+	default:
+		return Unknown
+	}
+	if higher == (c.Direction == LowerIsBetter) {
+		return Regression
+	}
+	return Improvement
+}
+
+// sampleWarnings describes problems of the samples themselves.
+func sampleWarnings(c Comparison, sa, sb []float64, th Thresholds) []string {
+	var w []string
+	if need := MinSamples(c.LookAlpha); len(sa) < need || len(sb) < need {
+		w = append(w, fmt.Sprintf(
+			"too few samples (n=%d+%d): at least %d per side are needed before a difference can be significant",
+			len(sa), len(sb), need))
+	}
+	for _, side := range []struct {
+		name string
+		s    Summary
+		xs   []float64
+	}{{"baseline", c.A, sa}, {"candidate", c.B, sb}} {
+		if side.s.N > 1 && side.s.RelStddev > th.NoisyRelStddev {
+			w = append(w, fmt.Sprintf("%s is noisy: relative stddev %.1f%% is above %.0f%%",
+				side.name, 100*side.s.RelStddev, 100*th.NoisyRelStddev))
+		}
+		if bimodal(side.xs) {
+			w = append(w, fmt.Sprintf("%s looks bimodal: its values form two separate groups", side.name))
+		}
+	}
+	return w
+}
+
+// bimodal reports whether sorted xs splits into two groups, each with at
+// least a fifth of the values (and at least three), separated by a gap wider
+// than the range of either group. Under a unimodal distribution such a gap in
+// the middle of the sample is very unlikely.
+func bimodal(xs []float64) bool {
+	n := len(xs)
+	least := max(3, (n+4)/5)
+	for i := least; i <= n-least; i++ {
+		gap := xs[i] - xs[i-1]
+		if gap > xs[i-1]-xs[0] && gap > xs[n-1]-xs[i] {
+			return true
+		}
+	}
+	return false
+}
