@@ -38,7 +38,10 @@
 // The package is pure: no I/O, no logging, no randomness.
 package changepoint
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Options tunes Detect. A zero field takes its value from DefaultOptions.
 type Options struct {
@@ -165,7 +168,7 @@ func split(series []float64, window int, maxP float64) []ChangePoint {
 		}
 		start = max(last, start+step)
 	}
-	sortInts(idx)
+	slices.Sort(idx)
 	cps := make([]ChangePoint, len(idx))
 	for k, i := range idx {
 		lo, hi := neighbours(idx, k, len(series))
@@ -250,12 +253,4 @@ func test(series []float64, lo, i, hi int) ChangePoint {
 		c.RelChange = c.After/c.Before - 1
 	}
 	return c
-}
-
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
