@@ -1,0 +1,448 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+// The private cluster's fixed names. The role and the database are both
+// called pgbisect whatever OS user runs the server, so the URL is the same
+// on every machine.
+const (
+	clusterRole = "pgbisect"
+	clusterDB   = "pgbisect"
+	clusterPort = 5432
+	// maxSocketPath is the longest unix socket path Linux accepts
+	// (sizeof(sun_path) - 1).
+	maxSocketPath = 107
+)
+
+// Cluster is pgbisect's private PostgreSQL cluster for the results store,
+// kept under StateDir/db:
+//
+//	db/data/       the data directory
+//	db/run/        the unix socket directory (the server listens on no TCP port)
+//	db/server.log  the server's log
+//
+// db/ is mode 0700 and owned by the user that runs the server, so only
+// that user and root can reach the socket; that is why local connections
+// are trusted without a password (see pg_hba.conf in the data directory).
+// The cluster is started on demand and left running between pgbisect
+// invocations; "pgbisect db stop" stops it.
+type Cluster struct {
+	// Dir is StateDir/db.
+	Dir string
+	// User runs initdb and the server when pgbisect is root; nil otherwise.
+	User *proc.User
+	// BinDir holds initdb, pg_ctl and postgres. Empty means discover it
+	// when needed (see FindBinDir).
+	BinDir string
+	// Log gets progress (initdb, start, stop); nil discards it.
+	Log *slog.Logger
+}
+
+// NewCluster describes the private cluster under stateDir. When pgbisect is
+// root the server runs as runAs (which must exist); otherwise it runs as the
+// current user. Nothing is started.
+func NewCluster(stateDir, runAs string, log *slog.Logger) (*Cluster, error) {
+	if stateDir == "" {
+		return nil, errors.New("private results cluster: no state directory given")
+	}
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("private results cluster: %w", err)
+	}
+	c := &Cluster{Dir: filepath.Join(abs, "db"), Log: log}
+	if proc.IsRoot() {
+		if runAs == "" {
+			runAs = "postgres"
+		}
+		if c.User, err = proc.LookupUser(runAs); err != nil {
+			return nil, fmt.Errorf("private results cluster: %w", err)
+		}
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// DataDir is the cluster's data directory.
+func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
+
+// SocketDir is the directory of the server's unix socket.
+func (c *Cluster) SocketDir() string { return filepath.Join(c.Dir, "run") }
+
+// LogFile is the server's log.
+func (c *Cluster) LogFile() string { return filepath.Join(c.Dir, "server.log") }
+
+// URL is the connection URL of the results database in the cluster, usable
+// by pgx and by psql (psql "$(pgbisect db url)").
+func (c *Cluster) URL() string {
+	return clusterURL(c.SocketDir(), clusterDB)
+}
+
+func clusterURL(socketDir, db string) string {
+	esc := strings.NewReplacer("%", "%25", " ", "%20", "&", "%26", "#", "%23", "=", "%3D", "?", "%3F", "+", "%2B")
+	return fmt.Sprintf("postgresql:///%s?host=%s&port=%d&user=%s", db, esc.Replace(socketDir), clusterPort, clusterRole)
+}
+
+// ClusterStatus is what Status found.
+type ClusterStatus struct {
+	// Initialized: the data directory exists.
+	Initialized bool
+	// Running: a server of this data directory accepts connections.
+	Running bool
+	// PID is the postmaster's process id when Running.
+	PID int
+	// Stale: postmaster.pid names a process that is not this cluster's
+	// server (it crashed, or the machine rebooted). Start recovers from it.
+	Stale bool
+	// Version is the PostgreSQL major version of the data directory.
+	Version string
+}
+
+// Status inspects the cluster without changing it.
+func (c *Cluster) Status(ctx context.Context) (ClusterStatus, error) {
+	var st ClusterStatus
+	v, err := os.ReadFile(filepath.Join(c.DataDir(), "PG_VERSION"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return st, nil
+	case err != nil:
+		return st, fmt.Errorf("reading the results cluster's version: %w", err)
+	}
+	st.Initialized = true
+	st.Version = strings.TrimSpace(string(v))
+	pid, err := c.postmasterPID()
+	if err != nil || pid == 0 {
+		return st, err
+	}
+	if !c.ours(pid) {
+		st.Stale = true
+		return st, nil
+	}
+	st.PID = pid
+	st.Running = c.ping(ctx) == nil
+	return st, nil
+}
+
+// postmasterPID reads the first line of postmaster.pid; 0 when there is none.
+func (c *Cluster) postmasterPID() (int, error) {
+	data, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading postmaster.pid: %w", err)
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(line)))
+	if err != nil || pid <= 0 {
+		// A torn write during a crash: nothing can be running from it.
+		return -1, nil
+	}
+	return pid, nil
+}
+
+// ours reports whether pid is a live server of this data directory. A
+// postmaster works in its data directory, so /proc/PID/cwd tells a server
+// of ours from an unrelated process that got the pid after a reboot, and
+// from a zombie.
+func (c *Cluster) ours(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		return false
+	}
+	want, err := filepath.EvalSymlinks(c.DataDir())
+	if err != nil {
+		return false
+	}
+	return cwd == want
+}
+
+// ping connects to the maintenance database once.
+func (c *Cluster) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, clusterURL(c.SocketDir(), "postgres"))
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// Start initialises the cluster if it does not exist yet and starts it if it
+// is not running, recovering from a stale postmaster.pid. Concurrent calls
+// (two pgbisect processes) are serialised by a file lock beside Dir.
+func (c *Cluster) Start(ctx context.Context) error {
+	if err := os.MkdirAll(filepath.Dir(c.Dir), 0o755); err != nil {
+		return fmt.Errorf("creating the state directory: %w", err)
+	}
+	lock := flock.New(c.Dir + ".lock")
+	if _, err := lock.TryLockContext(ctx, 100*time.Millisecond); err != nil {
+		return fmt.Errorf("locking the results cluster: %w", err)
+	}
+	defer lock.Unlock() //nolint:errcheck // closing the file releases it too
+
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Running {
+		return nil
+	}
+	if !st.Initialized {
+		if err := c.initdb(ctx); err != nil {
+			return err
+		}
+	} else if st.PID != 0 {
+		// A server of ours is starting up, recovering or shutting down.
+		return c.waitReady(ctx, st.PID)
+	}
+	if st.Stale {
+		c.Log.Warn("removing a stale postmaster.pid left by a server that is gone", slog.String("dir", c.DataDir()))
+		if err := c.removeStale(); err != nil {
+			return err
+		}
+	}
+	if err := c.findBinDir(st.Version); err != nil {
+		return err
+	}
+	c.Log.Info("starting the results cluster", slog.String("dir", c.Dir))
+	if err := c.run(ctx, "pg_ctl", "start", "--wait", "--timeout=120", "-D", c.DataDir(), "-l", c.LogFile()); err != nil {
+		return fmt.Errorf("starting the results cluster: %w%s", err, c.logTail())
+	}
+	return c.createDatabase(ctx)
+}
+
+// waitReady waits until the server with pid accepts connections or exits.
+func (c *Cluster) waitReady(ctx context.Context, pid int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c.ping(ctx) == nil {
+			return c.createDatabase(ctx)
+		}
+		if !c.ours(pid) {
+			return fmt.Errorf("the results cluster's server (pid %d) exited while starting%s", pid, c.logTail())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the results cluster (pid %d) to accept connections: %w%s", pid, ctx.Err(), c.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// removeStale deletes the lock files of a server that no longer exists:
+// postmaster.pid and the socket's lock file, which PostgreSQL would
+// otherwise refuse to overwrite if their pid was reused by another process.
+func (c *Cluster) removeStale() error {
+	files := []string{filepath.Join(c.DataDir(), "postmaster.pid")}
+	socks, _ := filepath.Glob(filepath.Join(c.SocketDir(), ".s.PGSQL.*"))
+	files = append(files, socks...)
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing stale %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// Stop shuts the cluster down (fast mode: sessions are disconnected,
+// nothing is lost). Stopping a cluster that is not running is not an error.
+func (c *Cluster) Stop(ctx context.Context) error {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.PID == 0 {
+		return nil
+	}
+	if err := c.findBinDir(st.Version); err != nil {
+		return err
+	}
+	c.Log.Info("stopping the results cluster", slog.String("dir", c.Dir))
+	if err := c.run(ctx, "pg_ctl", "stop", "--wait", "--timeout=120", "-m", "fast", "-D", c.DataDir()); err != nil {
+		return fmt.Errorf("stopping the results cluster: %w", err)
+	}
+	return nil
+}
+
+// initdb creates the cluster: db/ owned by the server user and closed to
+// everyone else, a data directory made in data.new and renamed into place
+// only once it is configured, so a crash during initdb leaves nothing that
+// looks initialised.
+func (c *Cluster) initdb(ctx context.Context) error {
+	if err := c.findBinDir(""); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.Dir, err)
+	}
+	if err := os.Chmod(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", c.Dir, err)
+	}
+	if err := proc.Chown(c.Dir, c.User); err != nil {
+		return fmt.Errorf("giving %s to %s: %w", c.Dir, c.User.Name, err)
+	}
+	if err := reachable(c.Dir, c.User); err != nil {
+		return err
+	}
+	sock := c.SocketDir()
+	if n := len(filepath.Join(sock, fmt.Sprintf(".s.PGSQL.%d", clusterPort))); n > maxSocketPath {
+		return fmt.Errorf("the results cluster's socket path under %s is %d bytes, longer than the %d unix sockets allow: choose a shorter state_dir", sock, n, maxSocketPath)
+	}
+	for _, d := range []string{sock} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+		if err := proc.Chown(d, c.User); err != nil {
+			return fmt.Errorf("giving %s to the server user: %w", d, err)
+		}
+	}
+	tmp := c.DataDir() + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("removing a half-made data directory: %w", err)
+	}
+	c.Log.Info("creating the results cluster", slog.String("dir", c.Dir), slog.String("bin", c.BinDir))
+	if err := c.run(ctx, "initdb", "--pgdata", tmp, "--username", clusterRole, "--auth", "trust",
+		"--encoding", "UTF8", "--locale", "C", "--no-instructions"); err != nil {
+		return fmt.Errorf("initialising the results cluster: %w", err)
+	}
+	// Only local socket connections exist (listen_addresses is empty), and
+	// the socket directory is reachable only by the server user and root.
+	hba := "# pgbisect: the socket directory is mode 0700, so only its owner and root\n" +
+		"# can connect; they are trusted.\nlocal all all trust\n"
+	if err := os.WriteFile(filepath.Join(tmp, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		return fmt.Errorf("writing pg_hba.conf: %w", err)
+	}
+	conf := fmt.Sprintf("\n# pgbisect results store\nlisten_addresses = ''\nunix_socket_directories = '%s'\nport = %d\n"+
+		"max_connections = 40\nshared_buffers = 64MB\n", strings.ReplaceAll(sock, "'", "''"), clusterPort)
+	f, err := os.OpenFile(filepath.Join(tmp, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("configuring the results cluster: %w", err)
+	}
+	_, werr := f.WriteString(conf)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("configuring the results cluster: %w", err)
+	}
+	if err := os.Rename(tmp, c.DataDir()); err != nil {
+		return fmt.Errorf("moving the new data directory into place: %w", err)
+	}
+	return nil
+}
+
+// createDatabase makes the pgbisect database once the server is up.
+func (c *Cluster) createDatabase(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, clusterURL(c.SocketDir(), "postgres"))
+	if err != nil {
+		return fmt.Errorf("connecting to the results cluster: %w%s", err, c.logTail())
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", clusterDB).Scan(&exists); err != nil {
+		return fmt.Errorf("looking for the results database: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{clusterDB}.Sanitize()); err != nil {
+		return fmt.Errorf("creating the results database: %w", err)
+	}
+	return nil
+}
+
+// run runs a server binary as the cluster's user, returning its output in
+// the error when it fails.
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	cmd := proc.Command(ctx, c.User, filepath.Join(c.BinDir, name), args...)
+	// The server's working directory must be one its user can enter.
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if c.User != nil {
+		cmd.Env = append(cmd.Env, "HOME="+c.User.Home, "USER="+c.User.Name)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// logTail returns the end of the server log, for errors.
+func (c *Cluster) logTail() string {
+	data, err := os.ReadFile(c.LogFile())
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return "\nserver log (" + c.LogFile() + "):\n" + strings.TrimSpace(string(data))
+}
+
+// reachable checks that u can traverse every directory above dir, which
+// initdb and the server need; the error says which one to open up.
+func reachable(dir string, u *proc.User) error {
+	if u == nil {
+		return nil
+	}
+	gids := map[uint32]bool{u.GID: true}
+	if ou, err := user.LookupId(strconv.FormatUint(uint64(u.UID), 10)); err == nil {
+		if ids, err := ou.GroupIds(); err == nil {
+			for _, id := range ids {
+				if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+					gids[uint32(g)] = true
+				}
+			}
+		}
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", d, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if ok {
+			perm := fi.Mode().Perm()
+			var can bool
+			switch {
+			case st.Uid == u.UID:
+				can = perm&0o100 != 0
+			case gids[st.Gid]:
+				can = perm&0o010 != 0
+			default:
+				can = perm&0o001 != 0
+			}
+			if !can {
+				return fmt.Errorf("user %s runs the results cluster but cannot enter %s (mode %o): chmod o+x %s, or choose a state_dir it can reach",
+					u.Name, d, perm, d)
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sample is one value of one metric from one workload run on a freshly
+// started server: pgbisect's unit of replication.
+type Sample struct {
+	ID       int64
+	BuildKey string
+	// Commit is the full hash of the build's commit.
+	Commit   string
+	Scenario string
+	// Point names the matrix point, e.g. "clients=4"; "" when the scenario
+	// has no matrix.
+	Point  string
+	Metric string
+	Value  float64
+	// Index numbers the samples of one build, scenario and point.
+	Index int
+	// Time is when the run finished; zero means now.
+	Time time.Time
+	// EnvironmentID is from Environment; 0 for none.
+	EnvironmentID int64
+	// NightlyID is the nightly run that took the sample; 0 for none.
+	NightlyID int64
+}
+
+// Environment stores the description of a machine and its settings (opaque
+// JSON from package bench) and returns its id. Identical descriptions share
+// one id: jsonb normalises key order and spacing before they are compared.
+func (s *Store) Environment(ctx context.Context, info json.RawMessage) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `
+		INSERT INTO environments (fingerprint, info) VALUES (md5($1::jsonb::text), $1::jsonb)
+		ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
+		RETURNING id`, string(jsonOr(info, "{}"))).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("recording environment: %w", err)
+	}
+	return id, nil
+}
+
+// EnvironmentInfo returns the description stored under id.
+func (s *Store) EnvironmentInfo(ctx context.Context, id int64) (json.RawMessage, error) {
+	var info json.RawMessage
+	if err := s.db.QueryRow(ctx, "SELECT info FROM environments WHERE id = $1", id).Scan(&info); err != nil {
+		return nil, fmt.Errorf("reading environment %d: %w", id, err)
+	}
+	return info, nil
+}
+
+// AddSample stores one sample.
+func (s *Store) AddSample(ctx context.Context, sm Sample) error {
+	return s.AddSamples(ctx, []Sample{sm})
+}
+
+// AddSamples stores samples in one statement, all or none.
+func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	n := len(samples)
+	var (
+		keys, commits, scenarios, points, metrics = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		values                                    = make([]float64, n)
+		indexes                                   = make([]int32, n)
+		times                                     = make([]time.Time, n)
+		envs, nightlies                           = make([]int64, n), make([]int64, n)
+	)
+	for i, sm := range samples {
+		if sm.BuildKey == "" || sm.Commit == "" || sm.Scenario == "" || sm.Metric == "" {
+			return fmt.Errorf("adding sample %d: build key, commit, scenario and metric are required", i)
+		}
+		keys[i], commits[i], scenarios[i], points[i], metrics[i] = sm.BuildKey, sm.Commit, sm.Scenario, sm.Point, sm.Metric
+		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
+		envs[i], nightlies[i] = sm.EnvironmentID, sm.NightlyID
+	}
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id, nightly_id)
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0)
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
+			$8::timestamptz[], $9::int8[], $10::int8[]) AS u(k, c, sc, p, m, v, i, t, e, n)`,
+		keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies)
+	if err != nil {
+		return fmt.Errorf("adding %d samples: %w", n, err)
+	}
+	return nil
+}
+
+// SampleQuery selects samples; empty fields match everything.
+type SampleQuery struct {
+	BuildKey  string
+	Commit    string
+	Scenario  string
+	Point     string
+	Metric    string
+	NightlyID int64
+	// AnyPoint matches every point; otherwise Point "" matches only
+	// samples without a matrix point.
+	AnyPoint bool
+}
+
+// Samples returns the samples q selects, oldest first.
+func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if q.BuildKey != "" {
+		add("build_key = $%d", q.BuildKey)
+	}
+	if q.Commit != "" {
+		add("commit = $%d", q.Commit)
+	}
+	if q.Scenario != "" {
+		add("scenario = $%d", q.Scenario)
+	}
+	if !q.AnyPoint {
+		add("point = $%d", q.Point)
+	}
+	if q.Metric != "" {
+		add("metric = $%d", q.Metric)
+	}
+	if q.NightlyID != 0 {
+		add("nightly_id = $%d", q.NightlyID)
+	}
+	sql := `SELECT id, build_key, commit, scenario, point, metric, value, sample_index, taken_at,
+		coalesce(environment_id, 0), coalesce(nightly_id, 0) FROM samples`
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	sql += " ORDER BY taken_at, sample_index, id"
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading samples: %w", err)
+	}
+	defer rows.Close()
+	var out []Sample
+	for rows.Next() {
+		var sm Sample
+		var idx int32
+		if err := rows.Scan(&sm.ID, &sm.BuildKey, &sm.Commit, &sm.Scenario, &sm.Point, &sm.Metric, &sm.Value, &idx,
+			&sm.Time, &sm.EnvironmentID, &sm.NightlyID); err != nil {
+			return nil, fmt.Errorf("reading samples: %w", err)
+		}
+		sm.Index = int(idx)
+		out = append(out, sm)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading samples: %w", err)
+	}
+	return out, nil
+}
+
+// SeriesPoint is one night of a nightly series: the samples a nightly run
+// took of the commit it measured.
+type SeriesPoint struct {
+	NightlyID int64
+	Commit    string
+	// Time is when the nightly run started.
+	Time time.Time
+	// Values are the run's samples of Commit, in sample order.
+	Values []float64
+}
+
+// Series returns, oldest first, the nightly results of one scenario, metric
+// and point on branch ("" for every branch): the input of the change-point
+// pass. Only the samples of each night's own commit count, not those of the
+// earlier build it was compared with.
+func (s *Store) Series(ctx context.Context, branch, scenario, metric, point string) ([]SeriesPoint, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT n.id, n.commit, n.started_at, array_agg(s.value ORDER BY s.sample_index, s.id)
+		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
+		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4)
+		GROUP BY n.id, n.commit, n.started_at
+		ORDER BY n.started_at, n.id`, scenario, metric, point, branch)
+	if err != nil {
+		return nil, fmt.Errorf("reading the series of %s %s %s: %w", scenario, point, metric, err)
+	}
+	defer rows.Close()
+	var out []SeriesPoint
+	for rows.Next() {
+		var p SeriesPoint
+		if err := rows.Scan(&p.NightlyID, &p.Commit, &p.Time, &p.Values); err != nil {
+			return nil, fmt.Errorf("reading the series of %s %s %s: %w", scenario, point, metric, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,2 @@
+-- test fixture
+CREATE TABLE gap_a (id int);

@@ -1,0 +1,2 @@
+-- test fixture
+CREATE TABLE widgets (id int PRIMARY KEY);

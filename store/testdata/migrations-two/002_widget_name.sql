@@ -1,0 +1,2 @@
+-- test fixture
+ALTER TABLE widgets ADD COLUMN name text NOT NULL DEFAULT '';
