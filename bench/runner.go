@@ -1,0 +1,402 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+// Target is one installed PostgreSQL build to measure.
+type Target struct {
+	// Name labels the target in samples and progress (a short commit hash,
+	// "A", "pg15").
+	Name string
+	// BinDir holds its initdb, pg_ctl and postgres.
+	BinDir string
+	// BuildOptions describes how it was built; recorded with every sample.
+	BuildOptions string
+}
+
+// Sample is one measured workload run: the unit of replication.
+type Sample struct {
+	Target string `json:"target"`
+	Point  string `json:"point"`
+	// Values maps metric names (Scenario.MetricSpecs) to their values in
+	// the metric's unit.
+	Values map[string]float64 `json:"values"`
+	// Series holds per-interval figures of pgbench steps run with -P,
+	// keyed "<step>.tps" and "<step>.latency" (ms).
+	Series  map[string][]float64 `json:"series,omitempty"`
+	Env     Environment          `json:"env"`
+	Start   time.Time            `json:"start"`
+	Elapsed time.Duration        `json:"elapsed_ns"`
+}
+
+// Runner runs samples of scenarios. Its zero value is not usable: set
+// StateDir. A Runner runs one sample at a time (Run holds a lock).
+//
+// Cluster lifecycle: a scenario with lifecycle "fresh" gets a new cluster
+// for every sample (initdb, start, setup, workload, stop, remove). With
+// "restart" the Runner keeps one cluster per scenario, target and point:
+// initdb and setup run when the first sample of that key needs it, and
+// every sample starts the server, runs the workload and stops it again.
+// Kept clusters are therefore stopped between samples, so interleaving
+// targets (A B B A) keeps several data directories on disk but never two
+// idle servers in memory competing with the one being measured. Close
+// removes the kept clusters. A sample that fails or is cancelled kills its
+// server and removes its cluster (a restart cluster is rebuilt by the next
+// sample), unless KeepClusters is set.
+type Runner struct {
+	// StateDir holds the clusters, under StateDir/clusters/<id>.
+	StateDir string
+	// RunAs runs initdb, the server and the client tools when pgbisect runs
+	// as root. Default: the user "postgres".
+	RunAs *proc.User
+	// ClientBin is the directory of the pgbench used for every target, so
+	// that a change in pgbench is not mistaken for one in the server.
+	// Default: each target's own BinDir.
+	ClientBin string
+	// Progress receives one line per step for the person watching. Default:
+	// discarded.
+	Progress io.Writer
+	// Log receives warnings (busy machine, caches not dropped). Default:
+	// discarded.
+	Log *slog.Logger
+	// KeepClusters leaves cluster directories behind for debugging.
+	KeepClusters bool
+
+	mu           sync.Mutex
+	kept         map[string]*cluster
+	staleRemoved bool
+	warned       map[string]bool
+}
+
+// Run runs one sample of sc at point pt against target t and returns its
+// metrics. It is self-contained and cancellable: when ctx ends, every
+// process it started is killed and its cluster removed before it returns.
+func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sample, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.StateDir == "" {
+		return nil, errors.New("bench: Runner.StateDir is not set")
+	}
+	if !r.staleRemoved {
+		removeStale(r.StateDir)
+		r.staleRemoved = true
+	}
+	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
+		if !isExecutable(filepath.Join(t.BinDir, p)) {
+			return nil, fmt.Errorf("target %s: %s has no %s: give the bin directory of a PostgreSQL installation", t.Name, t.BinDir, p)
+		}
+	}
+	clientBin := r.ClientBin
+	if clientBin == "" {
+		clientBin = t.BinDir
+	}
+	if !isExecutable(filepath.Join(clientBin, "pgbench")) && sc.usesPgbench() {
+		return nil, fmt.Errorf("client tools: %s has no pgbench: set bench.client_bin to a PostgreSQL bin directory with pgbench", clientBin)
+	}
+	u, err := r.user()
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}
+	label := t.Name
+	if s.Point != "" {
+		label += " " + s.Point
+	}
+	key := strings.Join([]string{sc.File, sc.Name, t.Name, t.BinDir, s.Point}, "\x00")
+	c := r.kept[key]
+	delete(r.kept, key) // put back only when the sample succeeds
+	ok := false
+	defer func() {
+		if c == nil {
+			return
+		}
+		if ok && sc.Lifecycle == Restart {
+			if r.kept == nil {
+				r.kept = map[string]*cluster{}
+			}
+			r.kept[key] = c
+			return
+		}
+		r.discard(ctx, c, sc)
+	}()
+
+	if c == nil {
+		if c, err = newCluster(r.StateDir, t.BinDir, u); err != nil {
+			return nil, err
+		}
+	}
+	exp, err := sc.expand(pt, c.runtimeVars(clientBin))
+	if err != nil {
+		return nil, err
+	}
+	env := &stepEnv{c: c, clientBin: clientBin, progress: func(line string) {
+		if strings.HasPrefix(line, "progress:") {
+			r.progressf("  [%s] %s", label, line)
+		}
+	}}
+	if !c.setupOK {
+		r.progressf("  [%s] initdb %s", label, c.dir)
+		ictx, cancel := context.WithTimeout(ctx, sc.Timeouts.Start)
+		err := c.initdb(ictx, exp.initdb, exp.settings)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		if _, err := r.phase(ctx, env, "setup", exp.setup, sc.Timeouts.Setup, label); err != nil {
+			return nil, err
+		}
+		c.setupOK = true
+	}
+	cachesDropped := false
+	if sc.Lifecycle == Restart || sc.DropCaches {
+		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
+			return nil, err
+		}
+		if sc.DropCaches {
+			cachesDropped = r.dropCaches()
+		}
+		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+	}
+	s.Env = Fingerprint(ctx, c.dataDir)
+	s.Env.BuildOptions = t.BuildOptions
+	s.Env.CachesDropped = cachesDropped
+	if sc.DropCaches && !cachesDropped {
+		s.Env.Warnings = append(s.Env.Warnings, "OS caches were not dropped (needs root and a writable /proc/sys/vm/drop_caches)")
+	}
+	if s.Env.Busy {
+		r.log().Warn("machine is busy; results will be noisy", slog.Float64("load1", s.Env.LoadAvg[0]), slog.Int("cores", s.Env.Cores))
+	}
+	for i := 0; i < sc.Warmup; i++ {
+		if _, err := r.phase(ctx, env, fmt.Sprintf("warmup %d/%d", i+1, sc.Warmup), exp.workload, sc.Timeouts.Workload, label); err != nil {
+			return nil, err
+		}
+	}
+	results, err := r.phase(ctx, env, "workload", exp.workload, sc.Timeouts.Workload, label)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.serverInfo(ctx, &s.Env); err != nil {
+		return nil, fmt.Errorf("target %s: reading server settings: %w", t.Name, err)
+	}
+	if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	for _, m := range sc.metrics {
+		res := results[m.Step]
+		v, have := res.values[m.Value]
+		if !have {
+			return nil, fmt.Errorf("metric %s: step %s gave no %s value%s", m.Name, m.Step, m.Value, missingHint(m.Value, res))
+		}
+		s.Values[m.Name] = v * m.scale
+	}
+	for _, st := range exp.workload {
+		for k, series := range results[st.Name].series {
+			s.Series[st.Name+"."+k] = series
+		}
+	}
+	s.Elapsed = time.Since(s.Start)
+	ok = true
+	return s, nil
+}
+
+func missingHint(value string, res stepResult) string {
+	switch value {
+	case "scalar":
+		if res.scalarText != "" {
+			return fmt.Sprintf(": %q is not a number", res.scalarText)
+		}
+		return ": it returned no rows (make its last statement a query of one number)"
+	case "latency_stddev":
+		return ": pgbench prints it only with -P, --rate or --latency-limit"
+	case "tps", "latency_avg":
+		return ": pgbench printed no summary (was it an initialization run, -i?)"
+	case "io_read_time", "io_write_time":
+		return ": set track_io_timing = on in settings"
+	}
+	return ""
+}
+
+// phase runs steps in one session and returns each step's result by name.
+func (r *Runner) phase(ctx context.Context, env *stepEnv, name string, steps []Step, timeout time.Duration, label string) (map[string]stepResult, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s timed out after %s (raise timeouts.%s in the scenario)", name, timeout, strings.Fields(name)[0]))
+	defer cancel()
+	conn, err := env.c.connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w\nserver log (%s):\n%s", name, err, env.c.logFile, env.c.logTail(15))
+	}
+	env.conn = conn
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		env.conn = nil
+	}()
+	results := map[string]stepResult{}
+	for i := range steps {
+		st := &steps[i]
+		r.progressf("  [%s] %s %d/%d: %s (%s)", label, name, i+1, len(steps), st.Name, st.Kind())
+		res, err := runStep(ctx, env, st, timeout)
+		if err != nil {
+			if ctx.Err() != nil && context.Cause(ctx) != nil && !errors.Is(err, context.Cause(ctx)) {
+				err = fmt.Errorf("%w: %v", context.Cause(ctx), err)
+			}
+			return nil, fmt.Errorf("%s step %s (%s): %w\nserver log (%s):\n%s", name, st.Name, st.Kind(), err, env.c.logFile, env.c.logTail(15))
+		}
+		r.progressf("  [%s] %s %d/%d: %s done in %.2fs", label, name, i+1, len(steps), st.Name, res.elapsed.Seconds())
+		results[st.Name] = res
+	}
+	return results, nil
+}
+
+// serverInfo records the server version and the effective settings that
+// differ from the defaults.
+func (c *cluster) serverInfo(ctx context.Context, e *Environment) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version')").Scan(&e.ServerVersion); err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, "SELECT name, current_setting(name) FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	e.Settings = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		e.Settings[k] = v
+	}
+	return rows.Err()
+}
+
+// runtimeVars are the template variables of a cluster (see runtimeVars).
+func (c *cluster) runtimeVars(clientBin string) map[string]string {
+	return map[string]string{
+		"workdir": c.workDir, "datadir": c.dataDir, "host": c.sockDir, "port": strconv.Itoa(c.port),
+		"user": superuser, "database": "postgres", "bindir": c.binDir, "clientbin": clientBin,
+	}
+}
+
+// discard stops a cluster's server and removes its directory, unless
+// KeepClusters. After a cancellation the server is killed, not asked.
+func (r *Runner) discard(ctx context.Context, c *cluster, sc *Scenario) {
+	if c.running {
+		if ctx.Err() != nil {
+			c.kill()
+		} else if err := c.stop(context.WithoutCancel(ctx), sc.Timeouts.Start); err != nil {
+			r.log().Warn("stopping server", slog.String("cluster", c.dir), slog.String("err", err.Error()))
+		}
+	}
+	if r.KeepClusters {
+		r.log().Info("keeping cluster", slog.String("dir", c.dir))
+		return
+	}
+	c.remove()
+}
+
+// Close removes the clusters the Runner keeps for "restart" scenarios.
+// Their servers are already stopped between samples.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, c := range r.kept {
+		if c.running {
+			if err := c.stop(ctx, 2*time.Minute); err != nil {
+				c.kill()
+			}
+		}
+		if !r.KeepClusters {
+			c.remove()
+		}
+		delete(r.kept, key)
+	}
+	return nil
+}
+
+func (r *Runner) user() (*proc.User, error) {
+	if !proc.IsRoot() {
+		return nil, nil
+	}
+	if r.RunAs != nil {
+		return r.RunAs, nil
+	}
+	u, err := proc.LookupUser("postgres")
+	if err != nil {
+		return nil, err
+	}
+	r.RunAs = u
+	return u, nil
+}
+
+// dropCaches writes back dirty pages and drops the page cache, dentries
+// and inodes. It warns once and returns false when it cannot.
+func (r *Runner) dropCaches() bool {
+	var err error
+	if !proc.IsRoot() {
+		err = errors.New("pgbisect is not root")
+	} else {
+		syscall.Sync()
+		err = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0)
+	}
+	if err != nil {
+		if r.warned == nil {
+			r.warned = map[string]bool{}
+		}
+		if !r.warned["drop_caches"] {
+			r.warned["drop_caches"] = true
+			r.log().Warn("cannot drop OS caches; samples of this scenario keep a warm page cache", slog.String("err", err.Error()))
+		}
+		return false
+	}
+	return true
+}
+
+func (r *Runner) progressf(format string, args ...any) {
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, format+"\n", args...)
+	}
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (s *Scenario) usesPgbench() bool {
+	for _, st := range append(append([]Step(nil), s.Setup...), s.Workload...) {
+		if st.Pgbench != nil {
+			return true
+		}
+	}
+	return false
+}

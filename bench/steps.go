@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+// stepResult is what one step produced: its elapsed time and the values
+// metrics may take from it (see valueKinds), in their natural units.
+type stepResult struct {
+	elapsed time.Duration
+	values  map[string]float64
+	series  map[string][]float64
+	// scalarText is the raw first column of a sql or shell step's last
+	// row, kept to explain a scalar that is not a number.
+	scalarText string
+}
+
+// stepEnv is what steps run against: a started cluster, a session shared
+// by the pgx-based steps of one phase, and the client tools' directory.
+type stepEnv struct {
+	c         *cluster
+	conn      *pgx.Conn
+	clientBin string
+	progress  func(line string) // pgbench -P lines, for the person watching
+}
+
+// connect opens a session to the cluster's private socket.
+func (c *cluster) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%d user=%s dbname=postgres sslmode=disable", c.sockDir, c.port, superuser))
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the server: %w", err)
+	}
+	return conn, nil
+}
+
+// runStep runs one expanded step and measures its wall-clock time.
+func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration) (stepResult, error) {
+	if st.Timeout > 0 {
+		timeout = st.Timeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("step %s timed out after %s (raise timeout: in the step or timeouts: in the scenario)", st.Name, timeout))
+	defer cancel()
+	res := stepResult{values: map[string]float64{}, series: map[string][]float64{}}
+	start := time.Now()
+	var err error
+	switch st.Kind() {
+	case "sql":
+		err = runSQL(ctx, env, st.SQL, &res)
+	case "copy":
+		err = runCopy(ctx, env, st.Copy, &res)
+	case "explain":
+		err = runExplain(ctx, env, st.Explain, &res)
+	case "pgbench":
+		err = runPgbench(ctx, env, st, &res)
+	case "shell":
+		err = runShell(ctx, env, st.Shell, &res)
+	}
+	res.elapsed = time.Since(start)
+	res.values["elapsed"] = res.elapsed.Seconds()
+	if err != nil && ctx.Err() != nil && context.Cause(ctx) != nil {
+		if cause := context.Cause(ctx); !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
+	}
+	return res, err
+}
+
+func runSQL(ctx context.Context, env *stepEnv, sql string, res *stepResult) error {
+	results, err := env.conn.PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return err
+	}
+	for i := len(results) - 1; i >= 0; i-- {
+		r := results[i]
+		if i == len(results)-1 {
+			res.values["rows"] = float64(r.CommandTag.RowsAffected())
+		}
+		if len(r.Rows) > 0 && len(r.Rows[0]) > 0 {
+			setScalar(res, string(r.Rows[0][0]))
+			break
+		}
+	}
+	return nil
+}
+
+func setScalar(res *stepResult, text string) {
+	res.scalarText = text
+	if f, err := strconv.ParseFloat(strings.TrimSpace(text), 64); err == nil {
+		res.values["scalar"] = f
+	}
+}
+
+func copyCommand(cp *CopyStep, source string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "COPY %s FROM %s", cp.Table, source)
+	if cp.Options != "" {
+		fmt.Fprintf(&b, " WITH (%s)", cp.Options)
+	}
+	if cp.Where != "" {
+		fmt.Fprintf(&b, " WHERE %s", cp.Where)
+	}
+	return b.String()
+}
+
+func runCopy(ctx context.Context, env *stepEnv, cp *CopyStep, res *stepResult) error {
+	if !cp.Client {
+		results, err := env.conn.PgConn().Exec(ctx, copyCommand(cp, quoteLiteral(cp.File))).ReadAll()
+		if err != nil {
+			return err
+		}
+		if len(results) > 0 {
+			res.values["rows"] = float64(results[len(results)-1].CommandTag.RowsAffected())
+		}
+		return nil
+	}
+	f, err := os.Open(cp.File)
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	defer f.Close()
+	tag, err := env.conn.PgConn().CopyFrom(ctx, f, copyCommand(cp, "STDIN"))
+	if err != nil {
+		return err
+	}
+	res.values["rows"] = float64(tag.RowsAffected())
+	return nil
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func runExplain(ctx context.Context, env *stepEnv, query string, res *stepResult) error {
+	results, err := env.conn.PgConn().Exec(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+query).ReadAll()
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 || len(results[0].Rows) == 0 {
+		return errors.New("explain returned no plan")
+	}
+	vals, err := parseExplain(results[0].Rows[0][0])
+	if err != nil {
+		return err
+	}
+	for k, v := range vals {
+		res.values[k] = v
+	}
+	return nil
+}
+
+// runPgbench runs the client pgbench against the cluster. An inline
+// script is written to the work directory and passed with -f.
+func runPgbench(ctx context.Context, env *stepEnv, st *Step, res *stepResult) error {
+	args := append([]string(nil), st.Pgbench.Args...)
+	if st.Pgbench.Script != "" {
+		file := filepath.Join(env.c.workDir, "pgbench-"+safeName(st.Name)+".sql")
+		if err := os.WriteFile(file, []byte(st.Pgbench.Script), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "-f", file)
+	}
+	cmd := proc.Command(ctx, env.c.user, filepath.Join(env.clientBin, "pgbench"), args...)
+	cmd.Dir = env.c.workDir
+	cmd.Env = env.c.env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &lineWriter{w: &stderr, line: env.progress}
+	err := cmd.Run()
+	out := stdout.String() + stderr.String()
+	if err != nil {
+		return fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), exitError(err), tail([]byte(out), 15))
+	}
+	pr := parsePgbench(out)
+	for k, v := range pr.values {
+		res.values[k] = v
+	}
+	for k, v := range pr.series {
+		res.series[k] = v
+	}
+	return nil
+}
+
+func runShell(ctx context.Context, env *stepEnv, sh *ShellStep, res *stepResult) error {
+	argv := sh.Argv
+	if sh.Script != "" {
+		argv = []string{"/bin/sh", "-c", sh.Script}
+	}
+	name := argv[0]
+	if !strings.Contains(name, "/") {
+		// Resolve against the client tools first, like the PATH below.
+		if p := filepath.Join(env.clientBin, name); isExecutable(p) {
+			name = p
+		} else if p, err := exec.LookPath(name); err == nil {
+			name = p
+		}
+	}
+	cmd := proc.Command(ctx, env.c.user, name, argv[1:]...)
+	cmd.Dir = env.c.workDir
+	cmd.Env = append(env.c.env(), "PGBISECT_WORKDIR="+env.c.workDir)
+	for i, e := range cmd.Env {
+		if strings.HasPrefix(e, "PATH=") {
+			cmd.Env[i] = "PATH=" + env.clientBin + ":" + strings.TrimPrefix(e, "PATH=")
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), exitError(err), tail(append(stdout.Bytes(), stderr.Bytes()...), 15))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		setScalar(res, last)
+	}
+	return nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+func exitError(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("exited with %v", ee.ProcessState)
+	}
+	return err
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+// lineWriter copies everything to w and hands complete lines to line.
+type lineWriter struct {
+	w    io.Writer
+	line func(string)
+	buf  []byte
+}
+
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	n, err := lw.w.Write(p)
+	if lw.line == nil {
+		return n, err
+	}
+	lw.buf = append(lw.buf, p...)
+	for {
+		i := bytes.IndexByte(lw.buf, '\n')
+		if i < 0 {
+			break
+		}
+		lw.line(string(lw.buf[:i]))
+		lw.buf = lw.buf[i+1:]
+	}
+	return n, err
+}
