@@ -1,0 +1,92 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Builder builds commits of one repository with one set of options into
+// the build cache under a state directory:
+//
+//	stateDir/worktrees/<options hash>/   the persistent worktree and its state
+//	stateDir/builds/<key>/               one install per key (bin/, lib/, share/)
+//	stateDir/logs/                       build logs
+//
+// Builders in several processes may share a state directory: the worktree
+// and every key are protected by file locks.
+type Builder struct {
+	repo     *Repo
+	stateDir string
+	opts     Options
+	progress io.Writer
+	log      *slog.Logger
+
+	// Retry makes Build try again a commit that failed before, instead of
+	// returning the recorded failure.
+	Retry bool
+
+	mu   sync.Mutex
+	memo map[string]string // commit -> source commit of its key
+}
+
+// NewBuilder returns a builder. progress receives human-readable progress
+// lines (nil: none); log receives structured logs (nil: discarded).
+func NewBuilder(repo *Repo, stateDir string, opts Options, progress io.Writer, log *slog.Logger) *Builder {
+	if progress == nil {
+		progress = io.Discard
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Builder{repo: repo, stateDir: stateDir, opts: opts, progress: progress, log: log, memo: map[string]string{}}
+}
+
+// Options returns the builder's options.
+func (b *Builder) Options() Options { return b.opts }
+
+// Key returns the build key of a commit (anything Resolve accepts). A commit
+// that touches only NoCompile paths has its parent's key, recursively, and
+// SameAsParent set.
+func (b *Builder) Key(ctx context.Context, hash string) (Key, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return keyFor(ctx, b.repo, hash, b.opts, b.memo)
+}
+
+// Install is one cached build.
+type Install struct {
+	Key      string        // Key.ID
+	Commit   string        // full hash of the commit whose tree was built (Key.Source)
+	Subject  string        // that commit's subject
+	Options  Options       // the options it was built with
+	Prefix   string        // the install directory (bin/, lib/, share/ below it)
+	BuiltAt  time.Time     // when the build finished
+	Duration time.Duration // how long it took
+	Size     int64         // bytes on disk
+}
+
+// BinDir is the directory of postgres, initdb, pg_ctl, psql and pgbench.
+func (i *Install) BinDir() string { return filepath.Join(i.Prefix, "bin") }
+
+var errNotYet = errors.New("not implemented yet")
+
+// Build returns the install of a commit, building it if it is not cached.
+func (b *Builder) Build(ctx context.Context, hash string) (*Install, error) { return nil, errNotYet }
+
+// Lookup returns the cached install of a commit, if there is one.
+func (b *Builder) Lookup(hash string) (*Install, bool, error) { return nil, false, errNotYet }
+
+// List returns every cached install, newest first.
+func (b *Builder) List() ([]Install, error) { return nil, errNotYet }
+
+// Prune removes installs older than maxAge (0: no age limit), then the
+// oldest ones until the cache holds at most maxBytes (0: no size limit),
+// and returns what it removed.
+func (b *Builder) Prune(maxAge time.Duration, maxBytes int64) ([]Install, error) {
+	return nil, errNotYet
+}

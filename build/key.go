@@ -1,0 +1,74 @@
+package build
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Key identifies a build: the tree that is compiled and the options.
+type Key struct {
+	// ID names the cache entry: "<source hash>-<options hash>".
+	ID string
+	// Source is the full hash of the commit whose tree is built. It is the
+	// commit asked for, or, when that commit and its first-parent
+	// ancestors change only NoCompile paths, the nearest ancestor that
+	// changes something compiled.
+	Source string
+	// SameAsParent is true when Source is not the commit asked for: the
+	// commit cannot change the server, so it can never be a culprit.
+	SameAsParent bool
+}
+
+// keyFor computes a commit's key under opts. It walks first parents while
+// the commit changes only NoCompile paths; the answers are memoized.
+func keyFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[string]string) (Key, error) {
+	c, err := r.Resolve(hash)
+	if err != nil {
+		return Key{}, err
+	}
+	noCompile := opts.noCompile()
+	cur := c
+	var walked []string
+	for {
+		if err := ctx.Err(); err != nil {
+			return Key{}, err
+		}
+		if src, ok := memo[cur.Hash]; ok {
+			return finishKey(c.Hash, src, opts, memo, walked), nil
+		}
+		if len(cur.Parents) == 0 {
+			break
+		}
+		paths, err := r.changedPaths(plumbing.NewHash(cur.Hash))
+		if err != nil {
+			return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
+		}
+		if changesCompiled(paths, noCompile) {
+			break
+		}
+		walked = append(walked, cur.Hash)
+		if cur, err = r.Commit(cur.Parents[0]); err != nil {
+			return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
+		}
+	}
+	walked = append(walked, cur.Hash)
+	return finishKey(c.Hash, cur.Hash, opts, memo, walked), nil
+}
+
+func finishKey(hash, source string, opts Options, memo map[string]string, walked []string) Key {
+	for _, h := range walked {
+		memo[h] = source
+	}
+	return Key{ID: source + "-" + opts.Hash(), Source: source, SameAsParent: source != hash}
+}
+
+func changesCompiled(paths []string, noCompile []string) bool {
+	for _, p := range paths {
+		if compiled(p, noCompile) {
+			return true
+		}
+	}
+	return false
+}

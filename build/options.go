@@ -1,0 +1,171 @@
+package build
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path"
+	"runtime"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/config"
+)
+
+// Options are the build options. Those that change the binaries (Configure,
+// CFLAGS, Meson, MesonOptions) are part of every build key; Jobs and
+// NoCompile are not.
+type Options struct {
+	// Configure holds extra configure flags; --prefix and --enable-depend
+	// are always added.
+	Configure []string `json:"configure,omitempty"`
+	// CFLAGS is passed to configure (or meson as c_args).
+	CFLAGS string `json:"cflags,omitempty"`
+	// Meson builds with meson and ninja; the tree must have meson.build.
+	Meson bool `json:"meson,omitempty"`
+	// MesonOptions are extra -D options for meson setup.
+	MesonOptions []string `json:"meson_options,omitempty"`
+	// Jobs is make's or ninja's parallelism; 0 means the number of CPUs.
+	Jobs int `json:"-"`
+	// NoCompile lists path patterns whose changes cannot change the
+	// install; nil means DefaultNoCompile. See MatchPath for the syntax.
+	NoCompile []string `json:"-"`
+}
+
+// DefaultNoCompile are the paths that are neither compiled nor installed by
+// a default build: documentation, regression test inputs and expected
+// outputs, TAP tests, translations and README files.
+var DefaultNoCompile = []string{
+	"doc/**",
+	"src/test/regress/sql/**",
+	"src/test/regress/expected/**",
+	"src/test/regress/input/**",
+	"src/test/regress/output/**",
+	"src/test/regress/data/**",
+	"src/test/isolation/specs/**",
+	"src/test/isolation/expected/**",
+	"**/t/*.pl",
+	"contrib/**/sql/**",
+	"contrib/**/expected/**",
+	"**/po/**",
+	"**/README",
+	"**/README.*",
+	"**/*.md",
+	"**/.gitignore",
+	".gitattributes",
+	".git-blame-ignore-revs",
+	".editorconfig",
+	".cirrus.*",
+	".cirrus/**",
+	".github/**",
+	"src/tools/pgindent/**",
+	"src/tools/msvc/**",
+	"src/tools/ci/**",
+}
+
+// schemeVersion changes when the way pgbisect builds changes in a way that
+// changes installs, so old cache entries stop matching.
+const schemeVersion = "1"
+
+// OptionsFromConfig converts the config file's build section.
+func OptionsFromConfig(c config.Build) Options {
+	return Options{
+		Configure:    append([]string(nil), c.Configure...),
+		CFLAGS:       c.CFLAGS,
+		Meson:        c.Meson,
+		MesonOptions: append([]string(nil), c.MesonOptions...),
+		Jobs:         c.Jobs,
+		NoCompile:    append([]string(nil), c.NoCompile...),
+	}
+}
+
+// Hash returns a short hash (12 hex digits) of the options that change the
+// binaries. It names the worktree and is part of every build key.
+func (o Options) Hash() string {
+	data, _ := json.Marshal(struct {
+		Scheme string
+		Options
+	}{schemeVersion, o.normalized()})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
+}
+
+// normalized makes options that build the same thing compare equal.
+func (o Options) normalized() Options {
+	n := Options{CFLAGS: strings.TrimSpace(o.CFLAGS), Meson: o.Meson}
+	if len(o.Configure) > 0 {
+		n.Configure = o.Configure
+	}
+	if o.Meson && len(o.MesonOptions) > 0 {
+		n.MesonOptions = o.MesonOptions
+	}
+	return n
+}
+
+// String describes the options for listings: "configure --foo CFLAGS=-O0".
+func (o Options) String() string {
+	var parts []string
+	if o.Meson {
+		parts = append(parts, "meson")
+		parts = append(parts, o.MesonOptions...)
+	} else {
+		parts = append(parts, "configure")
+		parts = append(parts, o.Configure...)
+	}
+	if o.CFLAGS != "" {
+		parts = append(parts, "CFLAGS="+o.CFLAGS)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (o Options) jobs() int {
+	if o.Jobs > 0 {
+		return o.Jobs
+	}
+	return runtime.NumCPU()
+}
+
+func (o Options) noCompile() []string {
+	if o.NoCompile == nil {
+		return DefaultNoCompile
+	}
+	return o.NoCompile
+}
+
+// MatchPath reports whether the slash-separated file path p matches
+// pattern. Patterns are path.Match globs per path element, where an element
+// "**" matches any number of elements (including none).
+func MatchPath(pattern, p string) bool {
+	return matchElems(strings.Split(pattern, "/"), strings.Split(p, "/"))
+}
+
+func matchElems(pat, p []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			rest := pat[1:]
+			for i := 0; i <= len(p); i++ {
+				if matchElems(rest, p[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(p) == 0 {
+			return false
+		}
+		if ok, err := path.Match(pat[0], p[0]); err != nil || !ok {
+			return false
+		}
+		pat, p = pat[1:], p[1:]
+	}
+	return len(p) == 0
+}
+
+// compiled reports whether changing p can change a build.
+func compiled(p string, noCompile []string) bool {
+	for _, pat := range noCompile {
+		if MatchPath(pat, p) {
+			return false
+		}
+	}
+	return true
+}
