@@ -1,0 +1,224 @@
+package notify
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Fixed findings for golden files, plots and posting tests. The numbers are
+// made up but shaped like the PostgreSQL 16 COPY regressions discussed on
+// pgsql-hackers; the later digits of the hashes are invented.
+
+const repoURL = "https://git.postgresql.org/git/postgresql.git"
+
+var t0 = time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC)
+
+func commit(hash, subject, author string, day int) Commit {
+	return Commit{Hash: hash, Subject: subject, Author: author,
+		Date: time.Date(2023, 2, day, 10, 30, 0, 0, time.UTC), URL: CommitURL(repoURL, hash)}
+}
+
+// wobble returns n deterministic values around center with a relative
+// spread of about rel.
+func wobble(n int, center, rel float64, seed int) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = math.Round(center*(1+rel*math.Sin(float64(i)*1.7+float64(seed)))*1000) / 1000
+	}
+	return xs
+}
+
+func env() Environment {
+	return Environment{Host: "bench1", OS: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64",
+		CPU: "AMD EPYC 7B13 64-Core Processor", Cores: 8, MemoryMB: 32 * 1024, Governor: "performance",
+		Filesystem: "ext4 (/var/lib/pgbisect)", LoadAvg: 0.08, Extra: map[string]string{"thp": "madvise", "smt": "off"}}
+}
+
+func buildInfo() BuildInfo {
+	return BuildInfo{System: "autoconf", Configure: []string{"--enable-depend", "--without-icu"}, CFLAGS: "-O2",
+		Compiler: "gcc (Debian 12.2.0-14) 12.2.0", Key: "b7e1c0d2", ClientBin: "/var/lib/pgbisect/builds/c24e9ef330/bin"}
+}
+
+var (
+	cGood   = commit("4b15868b69c8a6a3de2d0b2e0a1f1c2d3e4f5a6b", "Fix typo in comment", "Tom Lane <tgl@sss.pgh.pa.us>", 1)
+	cBad    = commit("c24e9ef3302b0f3a9a8d7c6b5a4f3e2d1c0b9a88", "Stamp 16beta2.", "Tom Lane <tgl@sss.pgh.pa.us>", 28)
+	cFaffP  = commit("5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b", "Remove unused include", "Peter Eisentraut <peter@eisentraut.org>", 3)
+	cFaff   = commit("faff8f8e47f18c7d1b3e5e3c2d1a0f9e8d7c6b5a", "Allow underscores in integer and numeric constants.", "Peter Eisentraut <peter@eisentraut.org>", 4)
+	cMid    = commit("0d3f5a8b7c6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c", "doc: Fix a few typos", "Michael Paquier <michael@paquier.xyz>", 10)
+	c9fP    = commit("1e2d3c4b5a6f7e8d9c0b1a2f3e4d5c6b7a8f9e0d", "Improve pg_dump's dumping of inherited columns", "Tom Lane <tgl@sss.pgh.pa.us>", 12)
+	c9f     = commit("9f8377f7a27910bf0f35bf5169a8046731948a79", "Add a DEFAULT option to COPY FROM", "Andrew Dunstan <andrew@dunslane.net>", 13)
+	cLate   = commit("7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d", "Fix assertion in hash join", "Thomas Munro <tmunro@postgresql.org>", 20)
+	cSkip1  = commit("2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c", "Refactor relation extension, part 1", "Andres Freund <andres@anarazel.de>", 21)
+	cRange1 = commit("3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d", "bufmgr: Introduce infrastructure for faster relation extension", "Andres Freund <andres@anarazel.de>", 22)
+	cRange2 = commit("4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e", "bufmgr: Add Pin/UnpinLocalBuffer()", "Andres Freund <andres@anarazel.de>", 23)
+	cRange3 = commit("00d1e02be24987180115e371abaeb84738257ae2", "hio: Use ExtendBufferedRelBy() to extend tables more efficiently", "Andres Freund <andres@anarazel.de>", 24)
+	cSkip2  = commit("5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f", "hio: Relax rules for calling GetVisibilityMapPins()", "Andres Freund <andres@anarazel.de>", 25)
+)
+
+func cmp(metric, unit string, d Direction, point string, good, bad, rel float64, n int, p float64, verdict string) Comparison {
+	r := bad / good
+	w := rel * 1.2
+	return Comparison{Metric: metric, Unit: unit, Direction: d, Point: point,
+		Good: Side{Median: good, RelStddev: rel, N: n}, Bad: Side{Median: bad, RelStddev: rel * 0.9, N: n},
+		Ratio: r, RatioLow: r - w, RatioHigh: r + w, Confidence: 0.95, P: p, Verdict: verdict}
+}
+
+func step(c Commit, order int, verdict string, center float64, n int, seed int) Step {
+	s := Step{Commit: c, Order: order, Verdict: verdict}
+	if n > 0 {
+		s.Samples = wobble(n, center, 0.012, seed)
+		s.N = n
+		s.Median = median(s.Samples)
+	}
+	return s
+}
+
+// twoCulprits is a regression of single-client COPY with two culprits.
+func twoCulprits() *Finding {
+	elapsed := func(good, bad float64, p float64, verdict string) Comparison {
+		return cmp("elapsed", "s", LowerIsBetter, "", good, bad, 0.011, 10, p, verdict)
+	}
+	return &Finding{
+		ID: "20260130T020000Z-copy-single-c24e9ef330", Kind: Regression, Branch: "master", Scenario: "copy-single",
+		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter,
+		Good: cGood, Bad: cBad,
+		Culprits: []Culprit{
+			{Commit: c9f, Parent: c9fP, Verified: true, Comparisons: []Comparison{
+				elapsed(15.702, 17.281, 0.0002, "regression"),
+				cmp("rows/s", "rows/s", HigherIsBetter, "", 3184000, 2893000, 0.011, 10, 0.0002, "regression"),
+			}},
+			{Commit: cFaff, Parent: cFaffP, Verified: true, Comparisons: []Comparison{
+				elapsed(14.612, 15.702, 0.0004, "regression"),
+				cmp("rows/s", "rows/s", HigherIsBetter, "", 3421000, 3184000, 0.012, 10, 0.0004, "regression"),
+			}},
+		},
+		Comparisons: []Comparison{elapsed(14.605, 17.299, 0.0001, "regression")},
+		Log: []Step{
+			step(cGood, 0, StepGood, 14.6, 10, 1),
+			step(cBad, 9, StepBad, 17.3, 10, 2),
+			step(cMid, 4, StepBad, 15.7, 10, 3),
+			step(cFaffP, 2, StepGood, 14.61, 10, 4),
+			step(cFaff, 3, StepBad, 15.7, 10, 5),
+			step(c9fP, 5, StepGood, 15.71, 10, 6),
+			step(c9f, 6, StepBad, 17.28, 10, 7),
+			step(cLate, 7, StepNoCompile, 0, 0, 8),
+		},
+		Env: env(), Build: buildInfo(),
+		Settings:  map[string]string{"shared_buffers": "1GB", "max_wal_size": "10GB", "synchronous_commit": "off"},
+		Reproduce: "pgbisect bisect -s copy-single --good 4b15868b69 --bad c24e9ef330",
+		Started:   t0, Finished: t0.Add(2*time.Hour + 13*time.Minute + 7*time.Second),
+		Builds: 7, Samples: 140,
+		Warnings: []string{"endpoint c24e9ef330 needed a clean rebuild after an incremental build failed"},
+	}
+}
+
+// rangeCulprit is a regression of concurrent COPY whose culprit is bordered
+// by unbuildable commits, so it is reported as a range.
+func rangeCulprit() *Finding {
+	tps := func(point string, good, bad float64, p float64, verdict string) Comparison {
+		return cmp("tps", "tps", HigherIsBetter, point, good, bad, 0.02, 15, p, verdict)
+	}
+	f := &Finding{
+		ID: "20260131T020000Z-copy-concurrent-5e6f7a8b9c", Kind: Regression, Branch: "master", Scenario: "copy-concurrent",
+		Metric: "tps", Unit: "tps", Direction: HigherIsBetter, Point: "clients=16",
+		Good: cLate, Bad: cSkip2,
+		Culprits: []Culprit{{Commit: cRange3, Parent: cLate, Range: []Commit{cRange1, cRange2, cRange3}, Verified: false,
+			Comparisons: []Comparison{tps("clients=16", 41.3, 30.2, 0.0001, "regression"), tps("clients=1", 6.01, 5.98, 0.71, "same")}}},
+		Comparisons: []Comparison{tps("clients=16", 41.2, 30.4, 0.0001, "regression"), tps("clients=1", 6.02, 5.97, 0.64, "same")},
+		Log: []Step{
+			step(cLate, 0, StepGood, 41.2, 15, 1),
+			step(cSkip2, 5, StepBad, 30.4, 15, 2),
+			step(cRange2, 3, StepUnbuildable, 0, 0, 0),
+			step(cSkip1, 1, StepUnbuildable, 0, 0, 0),
+			step(cRange1, 2, StepUnbuildable, 0, 0, 0),
+			step(cRange3, 4, StepUnbuildable, 0, 0, 0),
+		},
+		Env: env(), Build: buildInfo(),
+		Reproduce: "pgbisect bisect -s copy-concurrent --good 7c8d9e0f1a --bad 5e6f7a8b9c",
+		Started:   t0.Add(24 * time.Hour), Finished: t0.Add(24*time.Hour + 58*time.Minute + 3*time.Second),
+		Builds: 6, Samples: 60,
+		Warnings: []string{"4 commits in the range do not build; the culprit is one of 3 commits"},
+	}
+	f.Log[2].Note = "hio.c:612:3: error: implicit declaration of function 'ExtendBufferedRelBy'\nmore"
+	for _, sd := range []struct {
+		side string
+		c    Commit
+		base float64
+	}{{"good", cLate, 41.2}, {"bad", cSkip2, 30.4}} {
+		for run := 1; run <= 2; run++ {
+			f.Progress = append(f.Progress, Progress{Side: sd.side, Commit: sd.c.Hash[:10], Run: run, Interval: 1,
+				TPS: wobble(60, sd.base, 0.06, run*7)})
+		}
+	}
+	return f
+}
+
+// improvement is a nightly finding that undoes the first culprit above.
+func improvement() *Finding {
+	fix := commit("b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", "Avoid per-row palloc in NextCopyFrom()", "Masahiko Sawada <sawada.mshk@gmail.com>", 27)
+	prev := commit("a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9", "Fix comment in copyfromparse.c", "Michael Paquier <michael@paquier.xyz>", 26)
+	c := cmp("elapsed", "s", LowerIsBetter, "", 17.3, 15.8, 0.01, 10, 0.0002, "improvement")
+	f := &Finding{
+		ID: "20260202T020000Z-copy-single-b1c2d3e4f5", Kind: Improvement, Branch: "master", Scenario: "copy-single",
+		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter,
+		Good: prev, Bad: fix,
+		Culprits:    []Culprit{{Commit: fix, Parent: prev, Verified: true, Comparisons: []Comparison{c}}},
+		Comparisons: []Comparison{c},
+		Log:         []Step{step(prev, 0, StepGood, 17.3, 10, 3), step(fix, 1, StepBad, 15.8, 10, 4)},
+		FollowUp:    &FollowUp{FindingID: "20260130T020000Z-copy-single-c24e9ef330", Branch: "master", Culprit: c9f},
+		Env:         env(), Build: buildInfo(),
+		Reproduce: "pgbisect compare -s copy-single a0b1c2d3e4 b1c2d3e4f5",
+		Started:   t0.Add(72 * time.Hour), Finished: t0.Add(72*time.Hour + 41*time.Minute),
+		Builds: 1, Samples: 20,
+	}
+	s := &Series{Metric: "elapsed", Unit: "s"}
+	for i := 0; i < 30; i++ {
+		v := 14.6
+		if i >= 8 {
+			v = 15.7
+		}
+		if i >= 14 {
+			v = 17.3
+		}
+		if i >= 27 {
+			v = 15.8
+		}
+		pt := SeriesPoint{At: t0.Add(time.Duration(i-27) * 24 * time.Hour), Commit: fmt.Sprintf("%010x", 0xabc000+i), Median: v * (1 + 0.006*math.Sin(float64(i)))}
+		if i == 8 || i == 14 || i == 27 {
+			pt.FindingID = fmt.Sprintf("night-%d", i)
+		}
+		s.Points = append(s.Points, pt)
+	}
+	s.ChangePoints = []ChangePoint{{Index: 8, Confirmed: true}, {Index: 14, Confirmed: true}, {Index: 21, Confirmed: false}, {Index: 27, Confirmed: true}}
+	f.Series = s
+	return f
+}
+
+// noRegression is an on-demand bisection whose endpoints do not differ.
+func noRegression() *Finding {
+	c := cmp("elapsed", "s", LowerIsBetter, "clients=4", 9.81, 9.85, 0.015, 10, 0.61, "same")
+	return &Finding{
+		ID: "20260203T101500Z-copy-flush-after-c24e9ef330", Kind: NoRegression, Branch: "REL_16_STABLE", Scenario: "copy-flush-after",
+		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter, Point: "clients=4",
+		Good: cGood, Bad: cBad,
+		Comparisons: []Comparison{c, cmp("elapsed", "s", LowerIsBetter, "clients=1", 14.2, 14.24, 0.012, 10, 0.72, "same")},
+		Log:         []Step{step(cGood, 0, StepGood, 9.81, 10, 5), step(cBad, 1, StepGood, 9.85, 10, 6)},
+		Env:         env(), Build: buildInfo(),
+		Settings:  map[string]string{"backend_flush_after": "256kB"},
+		Reproduce: "pgbisect bisect -s copy-flush-after --good 4b15868b69 --bad c24e9ef330",
+		Started:   t0.Add(4*24*time.Hour + 8*time.Hour + 15*time.Minute), Finished: t0.Add(4*24*time.Hour + 8*time.Hour + 39*time.Minute),
+		Builds: 0, Samples: 40,
+		Warnings: []string{"few samples: 10 runs per side"},
+	}
+}
+
+var fixtures = []struct {
+	name string
+	f    func() *Finding
+}{
+	{"regression-two-culprits", twoCulprits},
+	{"regression-range", rangeCulprit},
+	{"improvement", improvement},
+	{"no-regression", noRegression},
+}

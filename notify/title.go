@@ -1,0 +1,164 @@
+package notify
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+)
+
+// Target is one post a finding makes: an issue to create or comment on.
+type Target struct {
+	// Key is the title prefix that identifies the issue of one culprit,
+	// "[master] 9f8377f7a2:". An open issue whose title starts with Key is
+	// that culprit's issue, whatever scenario first reported it.
+	Key string `json:"key"`
+	// Title is the title of a new issue.
+	Title string `json:"title"`
+	// Create is true when the target may open a new issue; false when the
+	// finding is only news for an issue that already exists (improvements,
+	// "no longer reproduces").
+	Create bool `json:"create"`
+}
+
+// Targets returns the posts f makes, in order. A regression makes one per
+// culprit; an improvement or a follow-up comments on the culprit's issue
+// (FollowUp, else its own culprits) only if one is open; a finding with no
+// culprit and no FollowUp makes none: it is reported, not posted.
+func Targets(f *Finding) []Target {
+	if f.FollowUp != nil && f.FollowUp.Culprit.Hash != "" {
+		branch := f.FollowUp.Branch
+		if branch == "" {
+			branch = f.Branch
+		}
+		key := fmt.Sprintf("[%s] %s:", branch, keyHash(f.FollowUp.Culprit))
+		return []Target{{Key: key, Title: key + " " + headline(f, nil), Create: false}}
+	}
+	var ts []Target
+	if f.Kind != Regression && f.Kind != Improvement {
+		return nil
+	}
+	for i := range f.Culprits {
+		c := &f.Culprits[i]
+		key := fmt.Sprintf("[%s] %s:", f.Branch, culpritKey(c))
+		ts = append(ts, Target{Key: key, Title: key + " " + headline(f, c), Create: f.Kind == Regression})
+	}
+	return ts
+}
+
+// Title is the title of f's report: that of its first target, or one naming
+// the range when f has no culprit.
+func Title(f *Finding) string {
+	if f.Kind == Regression || f.Kind == Improvement {
+		if len(f.Culprits) > 0 {
+			c := &f.Culprits[0]
+			return fmt.Sprintf("[%s] %s: %s", f.Branch, culpritKey(c), headline(f, c))
+		}
+	}
+	return fmt.Sprintf("[%s] %s", f.Branch, headline(f, nil))
+}
+
+// headline is the title after the key: "copy-single elapsed +10.4%
+// regression", or for a finding without a culprit what happened in which
+// range.
+func headline(f *Finding, c *Culprit) string {
+	if c != nil {
+		if cmp := mainComparison(c.Comparisons, f.Kind); cmp != nil {
+			s := fmt.Sprintf("%s %s", f.Scenario, cmp.Metric)
+			if cmp.Point != "" {
+				s += " at " + cmp.Point
+			}
+			s += " " + pct(cmp.Ratio) + " " + string(f.Kind)
+			if c.IsRange() {
+				s += fmt.Sprintf(" (one of %d commits)", len(c.Range))
+			}
+			return s
+		}
+		return fmt.Sprintf("%s %s", f.Scenario, f.Kind)
+	}
+	rng := keyHash(f.Good) + ".." + keyHash(f.Bad)
+	switch f.Kind {
+	case NoRegression:
+		return fmt.Sprintf("%s: no regression reproduced in %s", f.Scenario, rng)
+	case BuildFailure:
+		return fmt.Sprintf("%s: build failure in %s", f.Scenario, rng)
+	case Inconclusive:
+		return fmt.Sprintf("%s: inconclusive in %s", f.Scenario, rng)
+	}
+	return fmt.Sprintf("%s: %s in %s", f.Scenario, f.Kind, rng)
+}
+
+// mainComparison is the comparison with the largest effect among those whose
+// verdict is the finding's kind, else among all.
+func mainComparison(cs []Comparison, kind Kind) *Comparison {
+	var best *Comparison
+	for pass := 0; pass < 2 && best == nil; pass++ {
+		for i := range cs {
+			c := &cs[i]
+			if pass == 0 && c.Verdict != string(kind) {
+				continue
+			}
+			if best == nil || math.Abs(c.Ratio-1) > math.Abs(best.Ratio-1) {
+				best = c
+			}
+		}
+	}
+	return best
+}
+
+// culpritKey is the short hash of a culprit, or "first..last" of a range.
+func culpritKey(c *Culprit) string {
+	if c.IsRange() {
+		return keyHash(c.Range[0]) + ".." + keyHash(c.Range[len(c.Range)-1])
+	}
+	return keyHash(c.Commit)
+}
+
+// keyHash is the 10-digit hash used in titles. It ignores Commit.Short so
+// that the key of one culprit never changes with the caller's abbreviation.
+func keyHash(c Commit) string {
+	if len(c.Hash) >= 10 {
+		return c.Hash[:10]
+	}
+	return c.ShortHash()
+}
+
+// pct formats a ratio as a signed percent change: 1.104 -> "+10.4%".
+func pct(ratio float64) string {
+	if ratio == 0 || math.IsNaN(ratio) || math.IsInf(ratio, 0) {
+		return "?%"
+	}
+	p := (ratio - 1) * 100
+	if math.Abs(p) < 0.05 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%+.1f%%", p)
+}
+
+// CommitURL returns the web page of a commit of the repository at repo (a
+// clone URL or directory), or "" when the host is not one pgbisect knows:
+// GitHub, GitLab and git.postgresql.org's gitweb.
+func CommitURL(repo, hash string) string {
+	if hash == "" {
+		return ""
+	}
+	r := strings.TrimSuffix(strings.TrimSuffix(repo, "/"), ".git")
+	if rest, ok := strings.CutPrefix(r, "git@github.com:"); ok {
+		return "https://github.com/" + rest + "/commit/" + hash
+	}
+	u, err := url.Parse(r)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	path := strings.Trim(u.Path, "/")
+	switch {
+	case u.Host == "github.com":
+		return "https://github.com/" + path + "/commit/" + hash
+	case u.Host == "gitlab.com":
+		return "https://gitlab.com/" + path + "/-/commit/" + hash
+	case u.Host == "git.postgresql.org":
+		name := path[strings.LastIndex(path, "/")+1:] + ".git"
+		return "https://git.postgresql.org/gitweb/?p=" + name + ";a=commitdiff;h=" + hash
+	}
+	return ""
+}
