@@ -86,11 +86,18 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
 	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.Padding = vg.Points(8)
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.XOffs = vg.Points(4)
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// legendRoom sets the y range to [lo, hi] plus headroom for the legend in
+// the top left corner, so the legend never hides data.
+func legendRoom(p *plot.Plot, lo, hi float64, rows int) {
+	p.Y.Min, p.Y.Max = lo, hi+(hi-lo)*0.085*float64(rows)
 }
 
 func yLabel(metric, unit string, d Direction) string {
@@ -244,18 +251,27 @@ func bisectionPlot(f *Finding) (*plot.Plot, error) {
 			}
 			x = float64(j) + 0.5
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
-		if err != nil {
-			return nil, err
+		xs := []float64{x}
+		if j, ok := index[culpritTip(c).Hash]; ok && c.IsRange() {
+			xs = append(xs, float64(j)+0.5) // a range is bracketed
 		}
-		l.LineStyle = draw.LineStyle{Color: colCulprit, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
-		p.Add(l)
+		var l *plotter.Line
+		for _, x := range xs {
+			var err error
+			l, err = plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle = draw.LineStyle{Color: colCulprit, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
+			p.Add(l)
+		}
 		label := "culprit " + culpritKey(&f.Culprits[k])
 		if cmp := mainComparison(c.Comparisons, f.Kind); cmp != nil {
 			label += " (" + pct(cmp.Ratio) + ")"
 		}
 		p.Legend.Add(label, l)
 	}
+	legendRoom(p, lo, hi, len(pts)+2+len(f.Culprits))
 	return p, nil
 }
 
@@ -335,6 +351,7 @@ func seriesPlot(f *Finding) (*plot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add("finding", sc)
 	}
+	legendRoom(p, lo, hi, 4)
 	return p, nil
 }
 
@@ -345,8 +362,8 @@ func progressPlot(f *Finding) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := newPlot(fmt.Sprintf("%s: pgbench progress of each run", f.Scenario), "seconds into the run", "throughput (tps)")
-	p.Y.Min = 0
 	shown := map[string]bool{}
+	top := 0.0
 	for _, run := range f.Progress {
 		iv := run.Interval
 		if iv <= 0 {
@@ -355,6 +372,7 @@ func progressPlot(f *Finding) (*plot.Plot, error) {
 		var xys plotter.XYs
 		for i, v := range run.TPS {
 			xys = append(xys, plotter.XY{X: float64(i+1) * iv, Y: v})
+			top = math.Max(top, v)
 		}
 		if len(xys) == 0 {
 			continue
@@ -377,6 +395,7 @@ func progressPlot(f *Finding) (*plot.Plot, error) {
 			shown[run.Side] = true
 		}
 	}
+	legendRoom(p, 0, top*1.05, len(shown))
 	return p, nil
 }
 
