@@ -1,0 +1,159 @@
+package nightly
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as a second pgbisect process: the
+// machine lock is an flock, which only another process can contend for.
+func TestMain(m *testing.M) {
+	switch os.Getenv("PGBISECT_NIGHTLY_HELPER") {
+	case "lock":
+		holdLock(os.Getenv("PGBISECT_STATE"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// holdLock takes the machine lock, says so on stdout and holds it until
+// stdin is closed.
+func holdLock(stateDir string) {
+	unlock, err := LockMachine(context.Background(), stateDir, false)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	unlock()
+}
+
+// helper starts the test binary as helper kind; it returns the command and
+// its stdout, read line by line.
+func helper(t *testing.T, kind, stateDir string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PGBISECT_NIGHTLY_HELPER="+kind, "PGBISECT_STATE="+stateDir)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind == "lock" {
+		if _, err := cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, bufio.NewScanner(out)
+}
+
+// expectLine reads lines until one contains want, failing on EOF.
+func expectLine(t *testing.T, sc *bufio.Scanner, want string) string {
+	t.Helper()
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			return sc.Text()
+		}
+	}
+	t.Fatalf("helper ended without printing %q (scan error %v)", want, sc.Err())
+	return ""
+}
+
+func TestLockMachineBusyNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	cmd, out := helper(t, "lock", dir)
+	expectLine(t, out, "locked")
+
+	_, err := LockMachine(context.Background(), dir, false)
+	var busy *BusyError
+	if !errors.As(err, &busy) {
+		t.Fatalf("LockMachine while another process holds it: %v, want a BusyError", err)
+	}
+	if busy.Holder.PID != cmd.Process.Pid {
+		t.Errorf("holder pid %d, want %d", busy.Holder.PID, cmd.Process.Pid)
+	}
+	msg := err.Error()
+	for _, want := range []string{fmt.Sprintf("pid %d", cmd.Process.Pid), "nightly.test", "--wait"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("busy message %q does not mention %q", msg, want)
+		}
+	}
+	if h, held, err := MachineHolder(dir); err != nil || !held || h.PID != cmd.Process.Pid {
+		t.Errorf("MachineHolder = %+v, %v, %v; want the helper", h, held, err)
+	}
+
+	// Waiting gets the lock once the holder lets go.
+	got := make(chan error, 1)
+	go func() {
+		unlock, err := LockMachine(context.Background(), dir, true)
+		if err == nil {
+			if h, _, _ := MachineHolder(dir); h.PID != os.Getpid() {
+				err = fmt.Errorf("lock file names pid %d, want %d", h.PID, os.Getpid())
+			}
+			unlock()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("LockMachine with wait returned %v while the helper held the lock", err)
+	case <-time.After(2 * lockPoll): // not a timing assertion: it must still be waiting
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil { // dies; the kernel drops its flock
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if _, held, _ := MachineHolder(dir); held {
+		t.Error("lock still held after unlock")
+	}
+}
+
+func TestLockMachineNestsWithinProcess(t *testing.T) {
+	dir := t.TempDir()
+	u1, err := LockMachine(context.Background(), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, err := LockMachine(context.Background(), dir, false)
+	if err != nil {
+		t.Fatalf("nested LockMachine: %v", err)
+	}
+	u2()
+	u2() // a second call of one unlock is harmless
+	if _, held, _ := MachineHolder(dir); !held {
+		t.Fatal("inner unlock released the outer hold")
+	}
+	u1()
+	if _, held, _ := MachineHolder(dir); held {
+		t.Fatal("lock held after the last unlock")
+	}
+}
+
+func TestLockMachineWaitCancelled(t *testing.T) {
+	dir := t.TempDir()
+	_, out := helper(t, "lock", dir)
+	expectLine(t, out, "locked")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := LockMachine(ctx, dir, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting with a cancelled context: %v, want context.Canceled", err)
+	}
+}
