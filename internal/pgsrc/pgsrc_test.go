@@ -1,0 +1,165 @@
+package pgsrc
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+func writeTarball(t *testing.T, files map[string]string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "postgresql-15_15.0.orig.tar.gz")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	tw.WriteHeader(&tar.Header{Name: "postgresql-15.0/", Typeflag: tar.TypeDir, Mode: 0o755})
+	for _, p := range []string{"configure", "src/a.c", "src/sub/b.c", "doc/README"} {
+		mode := int64(0o644)
+		if p == "configure" {
+			mode = 0o755
+		}
+		tw.WriteHeader(&tar.Header{Name: "postgresql-15.0/" + p, Typeflag: tar.TypeReg, Mode: mode, Size: int64(len(files[p])), ModTime: time.Now()})
+		tw.Write([]byte(files[p]))
+	}
+	tw.Close()
+	gz.Close()
+	f.Close()
+	return name
+}
+
+func TestImportAndCommitAreDeterministic(t *testing.T) {
+	files := map[string]string{"configure": "#!/bin/sh\n", "src/a.c": "int a;\n", "src/sub/b.c": "int b;\n", "doc/README": "hi\n"}
+	ctx := context.Background()
+	var bases, heads []string
+	for i := 0; i < 2; i++ {
+		// A fresh tarball each time: file times differ, hashes must not.
+		dir := filepath.Join(t.TempDir(), "repo.git")
+		base, err := Import(ctx, writeTarball(t, files), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		when := BaseDate.Add(time.Hour)
+		head, err := Commit(dir, "edit", when, map[string]func(string) (string, error){
+			"src/a.c":       func(old string) (string, error) { return strings.Replace(old, "a;", "a = 1;", 1), nil },
+			"src/new/c.c":   func(old string) (string, error) { return old + "int c;\n", nil },
+			"src/sub/b.c":   nil,
+			"doc/README":    func(string) (string, error) { return "", Delete },
+			"doc/not-there": nil,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases, heads = append(bases, base), append(heads, head)
+
+		repo, err := git.PlainOpen(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := repo.ResolveRevision("master")
+		if c.String() != head {
+			t.Errorf("master = %s, want the new commit %s", c, head)
+		}
+		commit, _ := repo.CommitObject(*c)
+		if commit.Author.Name != Author.Name || !commit.Author.When.Equal(when) || len(commit.ParentHashes) != 1 || commit.ParentHashes[0].String() != base {
+			t.Errorf("commit %+v", commit)
+		}
+		tree, _ := commit.Tree()
+		for p, want := range map[string]string{"src/a.c": "int a = 1;\n", "src/new/c.c": "int c;\n", "configure": "#!/bin/sh\n"} {
+			f, err := tree.File(p)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				continue
+			}
+			if s, _ := f.Contents(); s != want {
+				t.Errorf("%s = %q, want %q", p, s, want)
+			}
+		}
+		for _, p := range []string{"src/sub/b.c", "doc/README"} {
+			if _, err := tree.File(p); err == nil {
+				t.Errorf("%s still exists", p)
+			}
+		}
+		if _, err := tree.Tree("src/sub"); err == nil {
+			t.Error("empty directory src/sub kept")
+		}
+		if e, err := tree.FindEntry("configure"); err != nil || e.Mode != filemode.Executable {
+			t.Errorf("configure mode: %v, %v", e, err)
+		}
+	}
+	if bases[0] != bases[1] || heads[0] != heads[1] {
+		t.Errorf("imports differ: bases %v, heads %v", bases, heads)
+	}
+}
+
+func TestCommitEditError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	if _, err := Import(context.Background(), writeTarball(t, map[string]string{"src/a.c": "x"}), dir); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	_, err := Commit(dir, "bad", BaseDate, map[string]func(string) (string, error){"src/a.c": func(string) (string, error) { return "", boom }})
+	if !errors.Is(err, boom) {
+		t.Errorf("Commit error = %v, want boom", err)
+	}
+}
+
+// TestSharedRepo imports the real PostgreSQL 15 tarball (once per test
+// state directory) and checks that copies made with NewRepo start from the
+// same commit and take commits independently.
+func TestSharedRepo(t *testing.T) {
+	shared, base := Require(t)
+	repo, err := git.PlainOpen(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := c.Tree()
+	for _, p := range []string{"configure", "src/backend/commands/copyfrom.c", "src/include/pg_config.h.in", "doc/src/sgml/ref/copy.sgml"} {
+		if _, err := tree.File(p); err != nil {
+			t.Errorf("fixture lacks %s: %v", p, err)
+		}
+	}
+	edit := map[string]func(string) (string, error){
+		"src/backend/commands/copyfrom.c": func(old string) (string, error) { return old + "/* edited */\n", nil },
+	}
+	var heads []string
+	for i := 0; i < 2; i++ {
+		dir := filepath.Join(t.TempDir(), "pg.git")
+		b, err := NewRepo(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != base {
+			t.Errorf("NewRepo base %s, want %s", b, base)
+		}
+		h, err := Commit(dir, "edit copyfrom.c", BaseDate.Add(time.Hour), edit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, h)
+	}
+	if heads[0] != heads[1] {
+		t.Errorf("the same edit gave %s and %s", heads[0], heads[1])
+	}
+	// The shared repository did not move.
+	ref, _ := repo.Reference("refs/heads/master", true)
+	if ref.Hash().String() != base {
+		t.Errorf("shared master moved to %s", ref.Hash())
+	}
+}
