@@ -59,7 +59,7 @@ type BisectionInfo struct {
 func (s *Store) Bisections(ctx context.Context, statuses ...string) ([]BisectionInfo, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT id, status, created_at, updated_at FROM bisections
-		WHERE cardinality($1::text[]) = 0 OR status = ANY($1)
+		WHERE coalesce(cardinality($1::text[]), 0) = 0 OR status = ANY($1)
 		ORDER BY updated_at DESC, id`, statuses)
 	if err != nil {
 		return nil, fmt.Errorf("listing bisections: %w", err)

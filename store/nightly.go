@@ -66,7 +66,7 @@ func (s *Store) LastNightly(ctx context.Context, branch string, statuses ...stri
 	var finished *time.Time
 	err := s.db.QueryRow(ctx, `
 		SELECT id, branch, commit, status, detail, started_at, finished_at FROM nightly_runs
-		WHERE branch = $1 AND (cardinality($2::text[]) = 0 OR status = ANY($2))
+		WHERE branch = $1 AND (coalesce(cardinality($2::text[]), 0) = 0 OR status = ANY($2))
 		ORDER BY started_at DESC, id DESC LIMIT 1`, branch, statuses).
 		Scan(&r.ID, &r.Branch, &r.Commit, &r.Status, &r.Detail, &r.Started, &finished)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -68,7 +68,7 @@ func (s *Store) Claim(ctx context.Context, worker string, kinds ...string) (*Job
 		UPDATE jobs SET status = 'running', worker = $1, started_at = now(), attempts = attempts + 1, progress = ''
 		WHERE id = (
 			SELECT id FROM jobs
-			WHERE status = 'queued' AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+			WHERE status = 'queued' AND (coalesce(cardinality($2::text[]), 0) = 0 OR kind = ANY($2))
 			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+jobColumns, worker, kinds))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -134,7 +134,7 @@ func (s *Store) Job(ctx context.Context, id int64) (Job, error) {
 // when any are given.
 func (s *Store) Jobs(ctx context.Context, statuses ...string) ([]Job, error) {
 	rows, err := s.db.Query(ctx, "SELECT "+jobColumns+` FROM jobs
-		WHERE cardinality($1::text[]) = 0 OR status = ANY($1) ORDER BY id`, statuses)
+		WHERE coalesce(cardinality($1::text[]), 0) = 0 OR status = ANY($1) ORDER BY id`, statuses)
 	if err != nil {
 		return nil, fmt.Errorf("listing jobs: %w", err)
 	}

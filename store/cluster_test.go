@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+// openPrivate opens a store on a private cluster under dir and registers a
+// cleanup that stops the cluster.
+func openPrivate(t *testing.T, dir string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{StateDir: dir, RunAs: "postgres", Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Cluster()
+	t.Cleanup(func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	return s
+}
+
+func status(t *testing.T, c *Cluster) ClusterStatus {
+	t.Helper()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestPrivateCluster is the path taken with no database configured: the
+// cluster is created on first use, listens on a private socket only, is
+// reused by the next Open, and starts again after a stop.
+func TestPrivateCluster(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	dir := stateDir(t)
+	s := openPrivate(t, dir)
+	c := s.Cluster()
+	first := status(t, c)
+	if !first.Running || first.PID == 0 {
+		t.Fatalf("after Open: %+v, want running", first)
+	}
+	var listen string
+	if err := s.pool.QueryRow(ctx, "SHOW listen_addresses").Scan(&listen); err != nil {
+		t.Fatal(err)
+	}
+	if listen != "" {
+		t.Errorf("listen_addresses = %q, want '' (socket only)", listen)
+	}
+	fi, err := os.Stat(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s has mode %o, want 0700: the socket inside is trusted", c.Dir, fi.Mode().Perm())
+	}
+	if proc.IsRoot() {
+		u, err := proc.LookupUser("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != u.UID {
+			t.Errorf("%s is owned by uid %d, want postgres (%d)", c.Dir, st.Uid, u.UID)
+		}
+	}
+	s.Close()
+
+	// Left running between invocations, and reused.
+	s = openPrivate(t, dir)
+	if again := status(t, s.Cluster()); again.PID != first.PID {
+		t.Fatalf("second Open started a new server (pid %d, was %d)", again.PID, first.PID)
+	}
+	if err := s.RecordBuild(ctx, Build{Key: "k1", Commit: "c1", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, c); st.Running || st.PID != 0 || !st.Initialized {
+		t.Fatalf("after Stop: %+v", st)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("stopping a stopped cluster: %v", err)
+	}
+
+	// Started on demand again, with the data kept.
+	s = openPrivate(t, dir)
+	defer s.Close()
+	if _, err := s.Build(ctx, "k1"); err != nil {
+		t.Fatalf("data lost across a restart: %v", err)
+	}
+
+	// psql reaches the store with the URL "pgbisect db url" prints.
+	psql := filepath.Join(s.Cluster().BinDir, "psql")
+	if s.Cluster().BinDir == "" {
+		t.Fatal("BinDir not set after Start")
+	}
+	out, err := proc.Command(ctx, nil, psql, "-XAtc", "SELECT commit FROM builds", s.Cluster().URL()).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "c1" {
+		t.Fatalf("psql %s: %v: %s", s.Cluster().URL(), err, out)
+	}
+}
+
+// TestStalePostmasterPID: after a crash (the whole server killed with
+// SIGKILL) postmaster.pid is left behind, and after a reboot its pid may
+// belong to an unrelated process. Open must recognise both and start.
+func TestStalePostmasterPID(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	dir := stateDir(t)
+	s := openPrivate(t, dir)
+	c := s.Cluster()
+	s.Close()
+	pid := status(t, c).PID
+
+	// The postmaster leads its process group (pg_ctl starts it with
+	// setsid); kill the lot, as the OOM killer or a power cut would.
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGroupGone(t, pid)
+	if st := status(t, c); !st.Stale || st.Running {
+		t.Fatalf("after SIGKILL: %+v, want stale", st)
+	}
+
+	// The pid now names a live process that is not a postgres server.
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pidFile := filepath.Join(c.DataDir(), "postmaster.pid")
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), "\n")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"+rest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, c); !st.Stale {
+		t.Fatalf("pid of an unrelated process: %+v, want stale", st)
+	}
+
+	s = openPrivate(t, dir)
+	defer s.Close()
+	st := status(t, s.Cluster())
+	if !st.Running || st.PID == pid || st.PID == sleeper.Process.Pid {
+		t.Fatalf("after recovery: %+v (old pid %d)", st, pid)
+	}
+	if err := s.RecordBuild(ctx, Build{Key: "k", Commit: "c", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitGroupGone waits until no live (non-zombie) process is left in
+// process group pgid: SIGKILL is delivered asynchronously, and PostgreSQL
+// refuses to start while a killed backend still holds shared memory.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		alive := groupMembers(pgid)
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v of group %d survived SIGKILL", alive, pgid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after "(comm)": state ppid pgrp ...
+		i := strings.LastIndexByte(string(data), ')')
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

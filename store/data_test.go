@@ -1,0 +1,454 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBuilds(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	if _, err := s.Build(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing build: got %v, want ErrNotFound", err)
+	}
+	b := Build{Key: "abc-opts1", Commit: "abc", Options: json.RawMessage(`{"cflags": "-O2"}`), Status: "failed",
+		LogPath: "/logs/abc.log", Duration: 95500 * time.Millisecond, Error: "make: *** [all] Error 2"}
+	if err := s.RecordBuild(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	// A rebuild of the same key replaces the record.
+	b.Status, b.Error, b.Duration = "ok", "", 12*time.Second
+	if err := s.RecordBuild(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Build(ctx, b.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "ok" || got.Error != "" || got.Duration != 12*time.Second || got.LogPath != b.LogPath || got.Commit != "abc" {
+		t.Fatalf("got %+v", got)
+	}
+	var opts map[string]string
+	if err := json.Unmarshal(got.Options, &opts); err != nil || opts["cflags"] != "-O2" {
+		t.Fatalf("options %s", got.Options)
+	}
+	if err := s.RecordBuild(ctx, Build{Key: "x"}); err == nil {
+		t.Fatal("a build without commit and status was accepted")
+	}
+}
+
+func TestEnvironmentDeduplicates(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	a, err := s.Environment(ctx, json.RawMessage(`{"kernel": "6.1", "cpus": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Environment(ctx, json.RawMessage(`{"cpus":2,"kernel":"6.1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Environment(ctx, json.RawMessage(`{"cpus":4,"kernel":"6.1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || a == c {
+		t.Fatalf("ids %d %d %d: want the first two equal (same JSON, other key order) and the third different", a, b, c)
+	}
+	info, err := s.EnvironmentInfo(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(info, &m); err != nil || m["cpus"] != 4.0 {
+		t.Fatalf("info %s", info)
+	}
+}
+
+func TestSamples(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	env, err := s.Environment(ctx, json.RawMessage(`{"host":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	var in []Sample
+	for i := range 3 {
+		for _, p := range []string{"clients=1", "clients=4"} {
+			in = append(in, Sample{BuildKey: "k1", Commit: "c1", Scenario: "copy", Point: p, Metric: "tps",
+				Value: float64(100 + i), Index: i, Time: t0.Add(time.Duration(i) * time.Minute), EnvironmentID: env})
+		}
+	}
+	in = append(in, Sample{BuildKey: "k2", Commit: "c2", Scenario: "copy", Metric: "elapsed", Value: math.Pi, Index: 0})
+	if err := s.AddSamples(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSample(ctx, Sample{BuildKey: "k2", Commit: "c2", Scenario: "copy", Metric: "elapsed", Value: 2, Index: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    SampleQuery
+		want []float64
+	}{
+		{SampleQuery{BuildKey: "k1", Scenario: "copy", Point: "clients=4", Metric: "tps"}, []float64{100, 101, 102}},
+		{SampleQuery{BuildKey: "k1", AnyPoint: true}, []float64{100, 100, 101, 101, 102, 102}},
+		{SampleQuery{Commit: "c2", Metric: "elapsed"}, []float64{math.Pi, 2}},
+		{SampleQuery{Commit: "c2", Point: "clients=1"}, nil},
+		{SampleQuery{Scenario: "other", AnyPoint: true}, nil},
+	} {
+		got, err := s.Samples(ctx, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []float64
+		for _, sm := range got {
+			vals = append(vals, sm.Value)
+		}
+		if !slices.Equal(vals, tc.want) {
+			t.Errorf("Samples(%+v) = %v, want %v", tc.q, vals, tc.want)
+		}
+	}
+	got, err := s.Samples(ctx, SampleQuery{BuildKey: "k1", Point: "clients=1", Metric: "tps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := got[2]
+	if last.EnvironmentID != env || last.Index != 2 || !last.Time.Equal(t0.Add(2*time.Minute)) || last.NightlyID != 0 {
+		t.Errorf("round trip: %+v", last)
+	}
+	if err := s.AddSamples(ctx, []Sample{{BuildKey: "k", Commit: "c", Scenario: "s", Metric: "m"}, {BuildKey: "k"}}); err == nil {
+		t.Error("an incomplete sample was accepted")
+	}
+}
+
+// TestSeries: each night contributes the samples of its own commit, not
+// those of the older build measured alongside it, in night order.
+func TestSeries(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	t0 := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	commits := []string{"c1", "c2", "c3"}
+	for night, c := range commits {
+		r := &NightlyRun{Branch: "master", Commit: c, Status: "ok", Started: t0.Add(time.Duration(night) * 24 * time.Hour)}
+		if err := s.RecordNightly(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		var samples []Sample
+		for i := range 2 {
+			samples = append(samples, Sample{BuildKey: c + "-k", Commit: c, Scenario: "copy", Metric: "tps",
+				Value: float64(10*(night+1) + i), Index: i, NightlyID: r.ID})
+			if night > 0 { // the previous night's build, measured again
+				prev := commits[night-1]
+				samples = append(samples, Sample{BuildKey: prev + "-k", Commit: prev, Scenario: "copy", Metric: "tps",
+					Value: -1, Index: i, NightlyID: r.ID})
+			}
+		}
+		if err := s.AddSamples(ctx, samples); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := &NightlyRun{Branch: "REL_17_STABLE", Commit: "x", Status: "ok"}
+	if err := s.RecordNightly(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSample(ctx, Sample{BuildKey: "x-k", Commit: "x", Scenario: "copy", Metric: "tps", Value: 99, NightlyID: other.ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := s.Series(ctx, "master", "copy", "tps", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, p := range got {
+		desc = append(desc, fmt.Sprintf("%s%v", p.Commit, p.Values))
+	}
+	want := []string{"c1[10 11]", "c2[20 21]", "c3[30 31]"}
+	if !slices.Equal(desc, want) {
+		t.Fatalf("Series = %v, want %v", desc, want)
+	}
+	all, err := s.Series(ctx, "", "copy", "tps", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 {
+		t.Fatalf("every branch: %d points, want 4", len(all))
+	}
+}
+
+func TestComparisons(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	c := Comparison{Scenario: "copy", Point: "clients=1", Metric: "elapsed", BaseKey: "a", HeadKey: "b", Verdict: "different",
+		Effect: 0.104, CILow: 0.08, CIHigh: 0.12, P: 0.001, NBase: 10, NHead: 12, Detail: json.RawMessage(`{"warnings":["few samples"]}`),
+		BisectionID: "bis1"}
+	id, err := s.RecordComparison(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Comparisons(ctx, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != id || got[0].Verdict != "different" || got[0].Effect != 0.104 || got[0].NHead != 12 ||
+		got[0].BisectionID != "bis1" || got[0].NightlyID != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	if others, _ := s.Comparisons(ctx, "b", "a"); len(others) != 0 {
+		t.Fatal("comparisons are directional: b vs a is another comparison")
+	}
+}
+
+func TestBisections(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	if _, _, err := s.LoadBisection(ctx, "b1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want ErrNotFound", err)
+	}
+	if err := s.SaveBisection(ctx, "b1", json.RawMessage(`{"measured":["a"]}`), "running"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveBisection(ctx, "b1", json.RawMessage(`{"measured":["a","m"]}`), "done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveBisection(ctx, "b2", json.RawMessage(`{}`), "running"); err != nil {
+		t.Fatal(err)
+	}
+	state, status, err := s.LoadBisection(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Measured []string }
+	if err := json.Unmarshal(state, &st); err != nil || status != "done" || !slices.Equal(st.Measured, []string{"a", "m"}) {
+		t.Fatalf("loaded %s %q", state, status)
+	}
+	running, err := s.Bisections(ctx, "running")
+	if err != nil || len(running) != 1 || running[0].ID != "b2" {
+		t.Fatalf("running bisections: %+v %v", running, err)
+	}
+	if err := s.SaveBisection(ctx, "b3", json.RawMessage(`{`), "running"); err == nil {
+		t.Fatal("invalid JSON state was accepted")
+	}
+}
+
+// TestFindingsOutbox: a saved finding is pending until marked posted;
+// saving it again (same key) updates it rather than duplicating it.
+func TestFindingsOutbox(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	f := Finding{Culprit: "9f8377f7a27", Scenario: "copy-single", Metric: "elapsed", Effect: 0.104, CILow: 0.09, CIHigh: 0.12,
+		P: 0.0004, N: 15, Title: "[master] 9f8377f7a2: copy-single elapsed +10.4% regression", Report: json.RawMessage(`{"markdown":"..."}`)}
+	id, err := s.SaveFinding(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.N = 20
+	again, err := s.SaveFinding(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != id {
+		t.Fatalf("saving the same finding twice made two rows (%d, %d)", id, again)
+	}
+	other, err := s.SaveFinding(ctx, Finding{Kind: "build-failure", Culprit: "abc", Title: "[master] abc: build failure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := s.PendingFindings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 2 || pending[0].ID != id || pending[0].N != 20 || pending[0].Kind != "regression" || pending[1].ID != other {
+		t.Fatalf("pending %+v", pending)
+	}
+	if err := s.MarkPosted(ctx, id, Post{Repo: "pgbisect/results", Issue: 7, URL: "https://github.com/pgbisect/results/issues/7"}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err = s.PendingFindings(ctx)
+	if err != nil || len(pending) != 1 || pending[0].ID != other {
+		t.Fatalf("after posting: %+v %v", pending, err)
+	}
+	posts, err := s.Posts(ctx, id)
+	if err != nil || len(posts) != 1 || posts[0].Issue != 7 || posts[0].Repo != "pgbisect/results" {
+		t.Fatalf("posts %+v %v", posts, err)
+	}
+	if err := s.MarkPosted(ctx, 999999, Post{Repo: "o/r", Issue: 1}); err == nil {
+		t.Fatal("marking a finding that does not exist succeeded")
+	}
+}
+
+func TestQueue(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	if j, err := s.Claim(ctx, "w1"); j != nil || err != nil {
+		t.Fatalf("empty queue: %v %v", j, err)
+	}
+	a, _ := s.Enqueue(ctx, "bisect", json.RawMessage(`{"good":"A","bad":"B"}`))
+	b, _ := s.Enqueue(ctx, "compare", nil)
+	c, err := s.Enqueue(ctx, "bisect", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Claim(ctx, "w1", "compare")
+	if err != nil || j == nil || j.ID != b {
+		t.Fatalf("claim by kind: %+v %v", j, err)
+	}
+	j, err = s.Claim(ctx, "w1")
+	if err != nil || j == nil || j.ID != a || j.Status != JobRunning || j.Worker != "w1" || j.Attempts != 1 || j.Started.IsZero() {
+		t.Fatalf("claim oldest: %+v %v", j, err)
+	}
+	if string(j.Args) != `{"bad": "B", "good": "A"}` {
+		t.Errorf("args %s", j.Args)
+	}
+	if err := s.SetProgress(ctx, a, "bisect: 3 of ~7 commits"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, a, errors.New("build of A failed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	// w2 dies holding c; on restart it gets c back, in its place.
+	if j, _ := s.Claim(ctx, "w2"); j == nil || j.ID != c {
+		t.Fatalf("claim c: %+v", j)
+	}
+	d, _ := s.Enqueue(ctx, "bisect", nil)
+	if n, err := s.Requeue(ctx, "w2"); err != nil || n != 1 {
+		t.Fatalf("requeue: %d %v", n, err)
+	}
+	if j, _ := s.Claim(ctx, "w2"); j == nil || j.ID != c || j.Attempts != 2 {
+		t.Fatalf("requeued job not first: %+v", j)
+	}
+	jobs, err := s.Jobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc []string
+	for _, j := range jobs {
+		desc = append(desc, fmt.Sprintf("%d:%s:%s:%s", j.ID-a, j.Status, j.Error, j.Progress))
+	}
+	want := []string{"0:failed:build of A failed:bisect: 3 of ~7 commits", "1:done::", "2:running::", "3:queued::"}
+	if !slices.Equal(desc, want) {
+		t.Fatalf("jobs %v, want %v", desc, want)
+	}
+	queued, _ := s.Jobs(ctx, JobQueued)
+	if len(queued) != 1 || queued[0].ID != d {
+		t.Fatalf("queued %+v", queued)
+	}
+	if err := s.Finish(ctx, 999999, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("finishing a missing job: %v", err)
+	}
+}
+
+// TestClaimConcurrent: claimers on separate connections (two stores, as two
+// daemons would be) drain the queue with every job claimed exactly once.
+func TestClaimConcurrent(t *testing.T) {
+	ctx := context.Background()
+	url := testSchema(t)
+	var stores []*Store
+	for range 2 {
+		s, err := Open(ctx, Config{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		stores = append(stores, s)
+	}
+	const jobs = 200
+	for i := range jobs {
+		if _, err := stores[0].Enqueue(ctx, "bisect", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		claimed = map[int64]string{}
+		dups    []string
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+	)
+	for w := range 6 {
+		s := stores[w%2]
+		name := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			<-start
+			for {
+				j, err := s.Claim(ctx, name)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if j == nil {
+					return
+				}
+				mu.Lock()
+				if prev, ok := claimed[j.ID]; ok {
+					dups = append(dups, fmt.Sprintf("job %d by %s and %s", j.ID, prev, name))
+				}
+				claimed[j.ID] = name
+				mu.Unlock()
+				if err := s.Finish(ctx, j.ID, nil); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(dups) > 0 {
+		t.Fatalf("%d jobs claimed twice, e.g. %v", len(dups), dups[:min(len(dups), 3)])
+	}
+	if len(claimed) != jobs {
+		t.Fatalf("%d jobs claimed, want %d", len(claimed), jobs)
+	}
+	workers := map[string]bool{}
+	for _, w := range claimed {
+		workers[w] = true
+	}
+	t.Logf("%d jobs claimed by %d workers", jobs, len(workers))
+	done, err := stores[1].Jobs(ctx, JobDone)
+	if err != nil || len(done) != jobs {
+		t.Fatalf("%d done jobs, %v", len(done), err)
+	}
+}
+
+func TestNightly(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t)
+	if _, err := s.LastNightly(ctx, "master"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("no nightly yet: %v", err)
+	}
+	t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+	good := &NightlyRun{Branch: "master", Commit: "c1", Status: "running", Started: t0}
+	if err := s.RecordNightly(ctx, good); err != nil || good.ID == 0 {
+		t.Fatalf("%v id %d", err, good.ID)
+	}
+	good.Status, good.Finished = "ok", t0.Add(time.Hour)
+	if err := s.RecordNightly(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	bad := &NightlyRun{Branch: "master", Commit: "c2", Status: "build-failed", Started: t0.Add(24 * time.Hour), Detail: json.RawMessage(`{"log":"tail"}`)}
+	if err := s.RecordNightly(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.LastNightly(ctx, "master")
+	if err != nil || last.ID != bad.ID || last.Commit != "c2" || !last.Finished.IsZero() {
+		t.Fatalf("last: %+v %v", last, err)
+	}
+	lastGood, err := s.LastNightly(ctx, "master", "ok")
+	if err != nil || lastGood.ID != good.ID || !lastGood.Finished.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("last good: %+v %v", lastGood, err)
+	}
+	if _, err := s.LastNightly(ctx, "REL_16_STABLE"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other branch: %v", err)
+	}
+}
