@@ -1,0 +1,485 @@
+package bisect
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// ActionKind is what the search asks the engine to do next.
+type ActionKind int
+
+const (
+	// ActDone: the bisection is finished.
+	ActDone ActionKind = iota
+	// ActBuild: build Commit to learn whether it builds.
+	ActBuild
+	// ActSample: take one sample of Commit (building it first if needed).
+	ActSample
+)
+
+// Action is the next piece of I/O the search needs.
+type Action struct {
+	Kind   ActionKind
+	Commit int // index into State.Commits
+	// Pair is the index into State.Pairs being sampled, or -1.
+	Pair int
+	// Check is the index into State.Checks being sampled, or -1. A check
+	// sample goes to the check only, never to State.Samples.
+	Check int
+}
+
+// Next decides what to do next. It is deterministic: the same State always
+// gives the same Action, which is what makes resuming exact. It records the
+// decisions that need no I/O (verdicts, splits, the outcome) in s, so it
+// must be called again after each result is recorded.
+func (s *State) Next(now time.Time) Action {
+	for {
+		switch s.Phase {
+		case PhaseEndpoints:
+			n := len(s.Commits) - 1
+			if s.broken(0) || s.broken(n) {
+				s.finishBroken(now)
+				continue
+			}
+			act, ok := s.judgePair(0, now)
+			if !ok {
+				return act
+			}
+			switch s.Pairs[0].Verdict {
+			case VerdictRegression:
+				s.Phase = PhaseSearch
+			case VerdictImprovement:
+				s.finishEndpoints(now, OutcomeImprovement)
+			default:
+				s.finishEndpoints(now, OutcomeNoRegression)
+			}
+		case PhaseSearch:
+			act, ok := s.searchStep(now)
+			if !ok {
+				return act
+			}
+			s.startChecks(now)
+		case PhaseCheck:
+			for i := range s.Checks {
+				act, ok := s.judgeCheck(i, now)
+				if !ok {
+					return act
+				}
+			}
+			s.finish(now)
+		default:
+			return Action{Kind: ActDone, Pair: -1, Check: -1}
+		}
+	}
+}
+
+// searchStep judges every pair of adjacent points, left to right, and
+// splits each pair judged a regression at its midpoint until it is
+// adjacent. It reports true when nothing is left to judge or split.
+func (s *State) searchStep(now time.Time) (Action, bool) {
+	for j := 0; j+1 < len(s.Points); j++ {
+		l, r := s.Points[j], s.Points[j+1]
+		k := s.pairIndex(l, r)
+		if act, ok := s.judgePair(k, now); !ok {
+			return act, false
+		}
+		if s.force(s.Pairs[k].Parent, now) {
+			j = -1 // a pair to the left may now be followed
+			continue
+		}
+		if !s.Pairs[k].followed() {
+			continue
+		}
+		m, ok := s.midpoint(l, r)
+		if !ok {
+			continue // adjacent: a suspect
+		}
+		if s.Builds[s.Commits[m].Key] == nil {
+			return Action{Kind: ActBuild, Commit: m, Pair: -1, Check: -1}, false
+		}
+		s.Points = slices.Insert(s.Points, j+1, m)
+		s.Pairs = append(s.Pairs, Pair{Left: l, Right: m, Parent: k}, Pair{Left: m, Right: r, Parent: k})
+		s.logf(now, "split", s.Commits[m].Hash, "split %s..%s (%d candidates) at %s",
+			s.Commits[l].Short(), s.Commits[r].Short(), len(s.candidates(l, r)), s.Commits[m].Short())
+		j-- // judge (l, m) next
+	}
+	return Action{}, true
+}
+
+// followed reports whether the search splits the pair further.
+func (p Pair) followed() bool { return p.Verdict == VerdictRegression || p.Forced }
+
+// force makes a forced choice among the halves of pair k once both are
+// judged: when the pair is followed but neither half is a regression, the
+// regression must lie in one of them (unless the pair's own verdict was
+// wrong), so the search follows the half that got worse, not judged the
+// same. It reports whether it forced a half.
+//
+// Forcing turns a question the budget cannot answer ("is this half
+// different?") into an easier one ("which half got worse?"); a wrong
+// choice costs builds and samples, never a wrong blame, because a culprit
+// is only ever blamed by a check with fresh samples.
+func (s *State) force(k int, now time.Time) bool {
+	if k < 0 || !s.Pairs[k].followed() {
+		return false
+	}
+	var kids []int
+	for c := k + 1; c < len(s.Pairs); c++ {
+		if s.Pairs[c].Parent == k {
+			kids = append(kids, c)
+		}
+	}
+	best, worst := -1, 0.0
+	for _, c := range kids {
+		p := s.Pairs[c]
+		if p.Verdict == VerdictPending || p.followed() {
+			return false
+		}
+		if p.Verdict != VerdictSame && p.Result != nil && p.Result.Worse > worst {
+			best, worst = c, p.Result.Worse
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	p := &s.Pairs[best]
+	p.Forced = true
+	s.logf(now, "force", s.Commits[p.Right].Hash, "neither half of %s..%s is a regression within the budget; following %s..%s, the half that got worse (%+.1f%%)",
+		s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), s.Commits[p.Left].Short(), s.Commits[p.Right].Short(), 100*worst)
+	return true
+}
+
+// pairIndex returns the index of the latest pair (l, r).
+func (s *State) pairIndex(l, r int) int {
+	for k := len(s.Pairs) - 1; k >= 0; k-- {
+		if s.Pairs[k].Left == l && s.Pairs[k].Right == r {
+			return k
+		}
+	}
+	panic(fmt.Sprintf("bisect: no pair for points %d..%d", l, r))
+}
+
+// candidates returns the commits in (l, r] that can be culprits: those
+// that change what is compiled.
+func (s *State) candidates(l, r int) []int {
+	var c []int
+	for i := l + 1; i <= r; i++ {
+		if !s.Commits[i].NoCompile {
+			c = append(c, i)
+		}
+	}
+	return c
+}
+
+// midpoint returns the commit strictly between l and r to measure next: the
+// one that splits the candidates of (l, r] most evenly among those that
+// may build and whose build differs from both ends. It reports false when
+// there is none, that is when l and r are adjacent as far as measuring can
+// tell.
+func (s *State) midpoint(l, r int) (int, bool) {
+	kl, kr := s.Commits[l].Key, s.Commits[r].Key
+	total := len(s.candidates(l, r))
+	best, bestD, left := -1, math.MaxInt, 0
+	for i := l + 1; i < r; i++ {
+		c := s.Commits[i]
+		if c.NoCompile {
+			continue
+		}
+		left++
+		if s.broken(i) || c.Key == kl || c.Key == kr {
+			continue
+		}
+		if d := abs(2*left - total); d < bestD {
+			best, bestD = i, d
+		}
+	}
+	return best, best >= 0
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// judgePair samples pair k until its comparison is decided and records the
+// verdict. It reports true when the pair has a verdict.
+func (s *State) judgePair(k int, now time.Time) (Action, bool) {
+	p := &s.Pairs[k]
+	if p.Verdict != VerdictPending {
+		return Action{}, true
+	}
+	l, r := s.Commits[p.Left], s.Commits[p.Right]
+	if l.Key == r.Key {
+		p.Verdict = VerdictSame
+		s.logf(now, "verdict", r.Hash, "%s..%s: same build, same server", l.Short(), r.Short())
+		return Action{}, true
+	}
+	side, c := s.decide(s.Samples[l.Key], s.Samples[r.Key], &p.Target, s.Inputs.Thresholds)
+	if c == nil {
+		return Action{Kind: ActSample, Commit: [2]int{p.Left, p.Right}[side], Pair: k, Check: -1}, false
+	}
+	p.Verdict = verdictOf(c.Verdict)
+	p.Result = resultOf(*c)
+	s.logf(now, "verdict", r.Hash, "%s..%s: %s, %s", l.Short(), r.Short(), p.Verdict, p.Result)
+	return Action{}, true
+}
+
+// CheckBudget multiplies the sample budget of a check: a check tests at a
+// smaller alpha than the search (the wrong-blame bound split over the
+// suspects) and is the last word on a culprit, so it may sample longer.
+const CheckBudget = 2
+
+// judgeCheck samples check i with fresh samples until it is decided.
+func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
+	ch := &s.Checks[i]
+	if ch.Verdict != VerdictPending {
+		return Action{}, true
+	}
+	th := s.Inputs.Thresholds
+	th.Alpha = ch.Alpha
+	th.MaxSamples *= CheckBudget
+	side, c := s.decide(ch.A, ch.B, &ch.Target, th)
+	if c == nil {
+		return Action{Kind: ActSample, Commit: [2]int{ch.Left, ch.Right}[side], Pair: -1, Check: i}, false
+	}
+	ch.Verdict = verdictOf(c.Verdict)
+	ch.Result = resultOf(*c)
+	l, r := s.Commits[ch.Left], s.Commits[ch.Right]
+	s.logf(now, "check", r.Hash, "re-verify %s against %s with fresh samples (alpha %.3g): %s, %s", r.Short(), l.Short(), ch.Alpha, ch.Verdict, ch.Result)
+	return Action{}, true
+}
+
+// decide returns the side (0 for a, 1 for b) to sample next, or the
+// comparison once it is decided. target is the number of samples per side
+// to reach before the next look; it follows th's planned looks, counted on
+// the smaller side, so a side that already has samples from other
+// comparisons is reused, never resampled.
+func (s *State) decide(a, b []float64, target *int, th stats.Thresholds) (int, *stats.Comparison) {
+	if *target == 0 {
+		*target = th.StartSamples
+	}
+	if side := nextSide(len(a), len(b), *target); side >= 0 {
+		return side, nil
+	}
+	c := stats.Compare(a, b, s.Inputs.Direction, th)
+	if c.Verdict == stats.Unknown {
+		if more := th.More(c); more > 0 {
+			*target = min(len(a), len(b)) + more
+			return nextSide(len(a), len(b), *target), nil
+		}
+		c = c.AtBudget()
+	}
+	return -1, &c
+}
+
+// nextSide interleaves the samples of two sides up to target each: the side
+// with fewer samples first, and at equal counts in the order A B B A A B,
+// so that drift hits both sides alike. It returns -1 when both sides have
+// target samples.
+func nextSide(na, nb, target int) int {
+	needA, needB := na < target, nb < target
+	switch {
+	case !needA && !needB:
+		return -1
+	case !needB, na < nb:
+		return 0
+	case !needA, nb < na:
+		return 1
+	case na%2 == 0:
+		return 0
+	}
+	return 1
+}
+
+// startChecks lists the suspects (adjacent pairs judged regressions) and
+// plans their re-verification. The wrong-blame bound is split evenly over
+// them (Bonferroni), so the chance that any check blames a commit that
+// changed nothing is at most Inputs.WrongBlame, whatever happened in the
+// search before: a check uses fresh samples only.
+func (s *State) startChecks(now time.Time) {
+	var sus [][2]int
+	for j := 0; j+1 < len(s.Points); j++ {
+		l, r := s.Points[j], s.Points[j+1]
+		if s.Pairs[s.pairIndex(l, r)].followed() {
+			sus = append(sus, [2]int{l, r})
+		}
+	}
+	s.Phase = PhaseCheck
+	if len(sus) == 0 {
+		return
+	}
+	alpha := s.Inputs.WrongBlame / float64(len(sus))
+	for _, p := range sus {
+		s.Checks = append(s.Checks, Check{Left: p[0], Right: p[1], Alpha: alpha})
+	}
+	s.logf(now, "check", "", "%d suspect(s); re-verifying each against its parent with fresh samples", len(sus))
+}
+
+// finish turns the checks and the search's pairs into culprits, ranges and
+// an outcome.
+func (s *State) finish(now time.Time) {
+	for _, ch := range s.Checks {
+		rg := Range{Parent: ch.Left, First: ch.Left + 1, Last: ch.Right, Result: ch.Result}
+		if ch.Verdict != VerdictRegression {
+			rg.Note = fmt.Sprintf("the search judged it a regression but fresh samples did not confirm it (%s)", ch.Verdict)
+			s.Unconfirmed = append(s.Unconfirmed, rg)
+			continue
+		}
+		cands := s.candidates(ch.Left, ch.Right)
+		rg.First, rg.Last = cands[0], cands[len(cands)-1]
+		if len(cands) > 1 {
+			rg.Note = fmt.Sprintf("%d candidate commits: the commits between do not build, so the culprit cannot be told apart", len(cands))
+		}
+		s.Culprits = append(s.Culprits, Culprit{Range: rg, Candidates: cands, Search: s.Pairs[s.pairIndex(ch.Left, ch.Right)].Result})
+	}
+	slices.SortStableFunc(s.Culprits, func(a, b Culprit) int { return cmp.Compare(b.Result.Worse, a.Result.Worse) })
+	s.Unresolved = s.unresolved()
+
+	switch {
+	case len(s.Culprits) > 0:
+		s.Outcome = OutcomeFound
+		var parts []string
+		for _, c := range s.Culprits {
+			parts = append(parts, fmt.Sprintf("%s (%+.1f%%)", s.rangeName(c.Range), 100*c.Result.Worse))
+		}
+		s.Summary = fmt.Sprintf("%d culprit(s) of the %s regression, worst first: %s", len(s.Culprits), s.Inputs.Metric, strings.Join(parts, ", "))
+		if len(s.Unresolved) > 0 {
+			s.Summary += fmt.Sprintf("; %d range(s) could not be narrowed within the budget", len(s.Unresolved))
+		}
+	default:
+		s.Outcome = OutcomeUnresolved
+		s.Summary = fmt.Sprintf("the endpoints differ (%s) but no single culprit could be confirmed within the budget: %d range(s) left, %d suspect(s) not confirmed",
+			s.Pairs[0].Result, len(s.Unresolved), len(s.Unconfirmed))
+	}
+	s.done(now)
+}
+
+// unresolved returns the ranges known to hold a regression that the search
+// could not pin on a confirmed culprit: a followed pair whose halves were
+// both judged the same (the regression was noise, or made of parts each
+// below the minimum effect), and, for each suspect that its check did not
+// confirm after forced choices, the last pair that was judged a regression
+// on its own evidence.
+func (s *State) unresolved() []Range {
+	var out []Range
+	seen := map[int]bool{}
+	add := func(k int, note string) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		p := s.Pairs[k]
+		out = append(out, Range{Parent: p.Left, First: p.Left + 1, Last: p.Right, Result: p.Result, Note: note})
+	}
+	for k, p := range s.Pairs {
+		if !p.followed() {
+			continue
+		}
+		same := 0
+		for c := k + 1; c < len(s.Pairs); c++ {
+			if s.Pairs[c].Parent == k && s.Pairs[c].Verdict == VerdictSame && !s.Pairs[c].Forced {
+				same++
+			}
+		}
+		if same == 2 {
+			add(k, "both halves were judged the same: the regression may be noise, or made of changes each smaller than the minimum effect")
+		}
+	}
+	for _, ch := range s.Checks {
+		if ch.Verdict == VerdictRegression {
+			continue
+		}
+		k := s.pairIndex(ch.Left, ch.Right)
+		if !s.Pairs[k].Forced {
+			continue
+		}
+		for s.Pairs[k].Forced && s.Pairs[k].Parent >= 0 {
+			k = s.Pairs[k].Parent
+		}
+		add(k, fmt.Sprintf("the regression lies here; the search narrowed it to %s by forced choices, but a check with fresh samples did not confirm it within the budget",
+			s.rangeName(Range{First: ch.Left + 1, Last: ch.Right})))
+	}
+	return out
+}
+
+func (s *State) finishEndpoints(now time.Time, o Outcome) {
+	s.Outcome = o
+	p := s.Pairs[0]
+	g, b := s.Commits[0], s.Commits[len(s.Commits)-1]
+	switch o {
+	case OutcomeImprovement:
+		s.Summary = fmt.Sprintf("no regression: %s is better than %s on %s (%s)", b.Short(), g.Short(), s.Inputs.Metric, p.Result)
+	default:
+		s.Summary = fmt.Sprintf("no regression reproduced: %s is not measurably worse than %s on %s (%s, %s)", b.Short(), g.Short(), s.Inputs.Metric, p.Verdict, p.Result)
+	}
+	s.done(now)
+}
+
+func (s *State) finishBroken(now time.Time) {
+	s.Outcome = OutcomeBroken
+	var which []string
+	for _, i := range []int{0, len(s.Commits) - 1} {
+		if s.broken(i) {
+			which = append(which, fmt.Sprintf("%s (%s)", s.Commits[i].Short(), s.Builds[s.Commits[i].Key].Reason))
+		}
+	}
+	s.Summary = "cannot bisect: an endpoint does not build: " + strings.Join(which, ", ")
+	s.done(now)
+}
+
+func (s *State) done(now time.Time) {
+	s.Phase = PhaseDone
+	s.logf(now, "outcome", "", "%s: %s", s.Outcome, s.Summary)
+}
+
+// rangeName is "abc1234567" for one commit, "abc..def" for several.
+func (s *State) rangeName(r Range) string {
+	if r.First == r.Last {
+		return s.Commits[r.First].Short()
+	}
+	return s.Commits[r.First].Short() + ".." + s.Commits[r.Last].Short()
+}
+
+func verdictOf(v stats.Verdict) Verdict {
+	switch v {
+	case stats.Same:
+		return VerdictSame
+	case stats.Regression:
+		return VerdictRegression
+	case stats.Improvement:
+		return VerdictImprovement
+	}
+	return VerdictInconclusive
+}
+
+func resultOf(c stats.Comparison) *Result {
+	return &Result{
+		MedianA: c.A.Median, MedianB: c.B.Median, NA: c.A.N, NB: c.B.N,
+		Ratio: finite(c.Ratio), Lo: finite(c.Lo), Hi: finite(c.Hi), P: c.P, Worse: finite(c.Worse()),
+		Warnings: c.Warnings,
+	}
+}
+
+// finite maps NaN and infinities to 0, which JSON can carry.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}
+
+// String is "+12.3% [+8.1%, +16.0%], p=0.0001, n=15+15".
+func (r *Result) String() string {
+	if r == nil {
+		return "no comparison"
+	}
+	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%], p=%.2g, n=%d+%d", 100*(r.Ratio-1), 100*(r.Lo-1), 100*(r.Hi-1), r.P, r.NA, r.NB)
+}

@@ -1,0 +1,179 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Target is a built commit as the Builder returns it; the engine hands it
+// back to the Measurer without looking inside.
+type Target any
+
+// Builder builds a commit (a cache hit when it was built before). A commit
+// that does not build gives an error for which errors.Is(err, ErrBroken)
+// holds, best a *BrokenError; it is skipped. Any other error stops the
+// bisection, which can be resumed.
+type Builder interface {
+	Build(ctx context.Context, hash string) (Target, error)
+}
+
+// Measurer takes one sample of the bisection's metric at its point on a
+// build: one workload run on a freshly started server.
+type Measurer interface {
+	Measure(ctx context.Context, t Target) (float64, error)
+}
+
+// Saver stores the State; the engine calls it after every build and every
+// sample.
+type Saver interface {
+	Save(ctx context.Context, s *State) error
+}
+
+// ErrBroken marks a commit that does not build.
+var ErrBroken = errors.New("commit does not build")
+
+// BrokenError is a build failure with what the report needs.
+type BrokenError struct {
+	Reason  string // a short reason, such as the last lines of the log
+	LogPath string // the full build log
+}
+
+func (e *BrokenError) Error() string        { return "commit does not build: " + e.Reason }
+func (e *BrokenError) Is(target error) bool { return target == ErrBroken }
+
+// Engine runs a bisection: it asks State.Next what to do, does it through
+// its Builder and Measurer, records the result and saves the State.
+type Engine struct {
+	Builder  Builder
+	Measurer Measurer
+	Saver    Saver // nil: nothing is saved
+	// Progress, when set, is called before every build and every sample.
+	Progress func(Status)
+	// Now is the clock (time.Now when nil); a test seam.
+	Now func() time.Time
+
+	targets map[string]Target // builds available in this process, by key
+}
+
+// Run continues the bisection in s until it is done or ctx is cancelled.
+// It can be called on a State loaded from a Saver: the search resumes
+// where it stopped, reusing every build and sample recorded.
+func (e *Engine) Run(ctx context.Context, s *State) error {
+	now := e.Now
+	if now == nil {
+		now = time.Now
+	}
+	e.targets = map[string]Target{}
+	if s.SamplesTaken > 0 && !s.Done() {
+		s.logf(now(), "resume", "", "resuming with %d samples and %d builds recorded", s.SamplesTaken, s.BuildsDone)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		act := s.Next(now())
+		if act.Kind == ActDone {
+			s.Updated = now()
+			return e.save(ctx, s)
+		}
+		c := s.Commits[act.Commit]
+		if e.Progress != nil {
+			e.Progress(s.Status(act, now()))
+		}
+		t, err := e.target(ctx, s, act.Commit, now)
+		if err != nil {
+			return err
+		}
+		if act.Kind == ActSample && t != nil {
+			start := now()
+			v, err := e.Measurer.Measure(ctx, t)
+			if err != nil {
+				return fmt.Errorf("measuring %s: %w", c.Short(), err)
+			}
+			s.Record(act, v, now().Sub(start))
+			s.Updated = now()
+		}
+		if err := e.save(ctx, s); err != nil {
+			return err
+		}
+	}
+}
+
+// target returns the build of commit i, building it when this process has
+// not yet. It returns nil without error when the commit does not build.
+func (e *Engine) target(ctx context.Context, s *State, i int, now func() time.Time) (Target, error) {
+	c := s.Commits[i]
+	if t, ok := e.targets[c.Key]; ok {
+		return t, nil
+	}
+	if b := s.Builds[c.Key]; b != nil && b.Broken {
+		return nil, nil
+	}
+	hash := s.keyOwner(i)
+	start := now()
+	t, err := e.Builder.Build(ctx, hash)
+	d := now().Sub(start)
+	if err != nil && !errors.Is(err, ErrBroken) {
+		return nil, fmt.Errorf("building %s: %w", c.Short(), err)
+	}
+	if s.Builds[c.Key] == nil {
+		s.BuildsDone++
+		s.BuildTime += d
+		b := &BuildResult{Hash: hash, Duration: d}
+		if err != nil {
+			b.Broken, b.Reason = true, err.Error()
+			var be *BrokenError
+			if errors.As(err, &be) {
+				b.Reason, b.LogPath = be.Reason, be.LogPath
+			}
+			s.logf(now(), "broken", hash, "%s does not build: skipped (%s)", c.Short(), b.Reason)
+		} else {
+			s.logf(now(), "build", hash, "built %s in %s", c.Short(), d.Round(time.Second))
+		}
+		s.Builds[c.Key] = b
+	}
+	if err != nil {
+		return nil, nil
+	}
+	e.targets[c.Key] = t
+	return t, nil
+}
+
+// keyOwner returns the hash to build for commit i's key: the oldest commit
+// of the range with that key, so that commits sharing a key (doc-only
+// commits and their parent) are built once, as the parent.
+func (s *State) keyOwner(i int) string {
+	for i > 0 && s.Commits[i].NoCompile {
+		i--
+	}
+	return s.Commits[i].Hash
+}
+
+// Record adds sample v, taken for act, to s.
+func (s *State) Record(act Action, v float64, took time.Duration) {
+	if act.Check >= 0 {
+		ch := &s.Checks[act.Check]
+		if act.Commit == ch.Left {
+			ch.A = append(ch.A, v)
+		} else {
+			ch.B = append(ch.B, v)
+		}
+	} else {
+		k := s.Commits[act.Commit].Key
+		s.Samples[k] = append(s.Samples[k], v)
+	}
+	s.SamplesTaken++
+	s.MeasureTime += took
+}
+
+func (e *Engine) save(ctx context.Context, s *State) error {
+	if e.Saver == nil {
+		return nil
+	}
+	if err := e.Saver.Save(ctx, s); err != nil {
+		return fmt.Errorf("saving bisection %s: %w", s.ID, err)
+	}
+	return nil
+}

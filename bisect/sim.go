@@ -1,0 +1,306 @@
+package bisect
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// This file simulates bisections: seeded commit histories with known
+// culprits, builds that succeed or fail as the history says, and samples
+// drawn from noise models seen in PostgreSQL benchmarks. It measures how
+// often the search names exactly the right culprits, how often it blames
+// a wrong commit, and what it costs. It is pure and deterministic.
+
+// Noise is a model of run-to-run variation: a multiplicative factor with
+// median about 1 and relative standard deviation about sigma.
+type Noise string
+
+const (
+	NoiseNormal    Noise = "normal"    // 1 + sigma*N(0,1)
+	NoiseLognormal Noise = "lognormal" // exp(sigma*N(0,1))
+	// NoiseOutliers is normal noise with 5% of runs 30-100% slower.
+	NoiseOutliers Noise = "outliers"
+	// NoiseBimodal has two modes 1.6 sigma apart, as when runs land on
+	// one of two CPU or memory layouts.
+	NoiseBimodal Noise = "bimodal"
+)
+
+// Noises lists every model.
+var Noises = []Noise{NoiseNormal, NoiseLognormal, NoiseOutliers, NoiseBimodal}
+
+// Draw returns one factor of the model.
+func (n Noise) Draw(rng *rand.Rand, sigma float64) float64 {
+	switch n {
+	case NoiseLognormal:
+		return math.Exp(sigma * rng.NormFloat64())
+	case NoiseOutliers:
+		f := 1 + sigma*rng.NormFloat64()
+		if rng.Float64() < 0.05 {
+			f *= 1.3 + 0.7*rng.Float64()
+		}
+		return math.Max(f, 0.05)
+	case NoiseBimodal:
+		mode := 0.8 * sigma
+		if rng.IntN(2) == 0 {
+			mode = -mode
+		}
+		return math.Max(1+mode+0.6*sigma*rng.NormFloat64(), 0.05)
+	}
+	return math.Max(1+sigma*rng.NormFloat64(), 0.05)
+}
+
+// SimConfig describes one family of simulated bisections.
+type SimConfig struct {
+	Commits  int     // commits in the range, good and bad included
+	Culprits int     // regressions in the range
+	Effect   float64 // each culprit's slowdown; 0 draws each from [MinEffect, MaxEffect]
+	// MinEffect and MaxEffect bound random effects. Default 0.03 and 0.30.
+	MinEffect, MaxEffect float64
+	Noise                Noise
+	Sigma                float64 // relative noise; default 0.10
+	// DocFraction is the share of commits that change nothing compiled.
+	// Default 0.2.
+	DocFraction float64
+	// BrokenStretches is the number of runs of commits that do not build,
+	// each 1 to 4 commits long.
+	BrokenStretches int
+	// Thresholds for the bisection; zero fields take DefaultThresholds.
+	Thresholds stats.Thresholds
+}
+
+// SimHistory is a simulated range with its truth.
+type SimHistory struct {
+	Commits  []Commit
+	Level    []float64 // true median of the metric at each commit
+	Culprits []int     // indices of the true culprits
+	Broken   map[int]bool
+}
+
+// NewSimHistory draws a history for cfg.
+func NewSimHistory(cfg SimConfig, rng *rand.Rand) *SimHistory {
+	cfg = cfg.withDefaults()
+	n := cfg.Commits
+	h := &SimHistory{Commits: make([]Commit, n), Level: make([]float64, n), Broken: map[int]bool{}}
+	base := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	owner := 0
+	for i := range n {
+		doc := i > 0 && rng.Float64() < cfg.DocFraction
+		if !doc {
+			owner = i
+		}
+		h.Commits[i] = Commit{
+			Hash:    fmt.Sprintf("%016x%024x", uint64(i+1)*0x9e3779b97f4a7c15, i),
+			Subject: fmt.Sprintf("commit %d", i),
+			Date:    base.Add(time.Duration(i) * time.Hour),
+			Key:     fmt.Sprintf("key%d", owner), NoCompile: doc,
+		}
+	}
+	var code []int // commits that can be culprits
+	for i := 1; i < n; i++ {
+		if !h.Commits[i].NoCompile {
+			code = append(code, i)
+		}
+	}
+	perm := rng.Perm(len(code))
+	for _, p := range perm[:min(cfg.Culprits, len(code))] {
+		h.Culprits = append(h.Culprits, code[p])
+	}
+	slices.Sort(h.Culprits)
+	for range cfg.BrokenStretches {
+		// Broken stretches avoid the endpoints' builds.
+		start := 1 + rng.IntN(max(1, n-6))
+		for i := start; i < min(start+1+rng.IntN(4), n-1); i++ {
+			if !h.Commits[i].NoCompile && h.Commits[i].Key != h.Commits[n-1].Key {
+				h.Broken[i] = true
+			}
+		}
+	}
+	level := 1.0
+	for i := range n {
+		if slices.Contains(h.Culprits, i) {
+			e := cfg.Effect
+			if e == 0 {
+				e = cfg.MinEffect + (cfg.MaxEffect-cfg.MinEffect)*rng.Float64()
+			}
+			level *= 1 + e
+		}
+		h.Level[i] = level
+	}
+	return h
+}
+
+func (cfg SimConfig) withDefaults() SimConfig {
+	if cfg.MinEffect == 0 {
+		cfg.MinEffect = 0.03
+	}
+	if cfg.MaxEffect == 0 {
+		cfg.MaxEffect = 0.30
+	}
+	if cfg.Sigma == 0 {
+		cfg.Sigma = 0.10
+	}
+	if cfg.Noise == "" {
+		cfg.Noise = NoiseNormal
+	}
+	if cfg.DocFraction == 0 {
+		cfg.DocFraction = 0.2
+	}
+	return cfg
+}
+
+// simLab builds and measures a SimHistory.
+type simLab struct {
+	h      *SimHistory
+	index  map[string]int
+	rng    *rand.Rand
+	noise  Noise
+	sigma  float64
+	builds map[string]int // builds per hash; must never exceed 1 for a key
+}
+
+func newSimLab(h *SimHistory, noise Noise, sigma float64, rng *rand.Rand) *simLab {
+	l := &simLab{h: h, index: map[string]int{}, rng: rng, noise: noise, sigma: sigma, builds: map[string]int{}}
+	for i, c := range h.Commits {
+		l.index[c.Hash] = i
+	}
+	return l
+}
+
+func (l *simLab) Build(_ context.Context, hash string) (Target, error) {
+	i, ok := l.index[hash]
+	if !ok {
+		return nil, fmt.Errorf("unknown commit %s", hash)
+	}
+	l.builds[hash]++
+	if l.h.Broken[i] {
+		return nil, &BrokenError{Reason: "simulated compile error"}
+	}
+	return i, nil
+}
+
+func (l *simLab) Measure(_ context.Context, t Target) (float64, error) {
+	return 100 * l.h.Level[t.(int)] * l.noise.Draw(l.rng, l.sigma), nil
+}
+
+// SimRun is the outcome of one simulated bisection.
+type SimRun struct {
+	Outcome Outcome
+	// Exact: every true culprit named (alone, or in a range of candidates
+	// that are all broken but it) and nothing else blamed.
+	Exact bool
+	// Found counts true culprits named; WrongBlames counts confirmed
+	// culprits whose candidates hold no true culprit.
+	Found, WrongBlames int
+	Builds, Samples    int
+	// Bound is log2 of the commits that can be culprits: what a plain
+	// binary search with perfect verdicts would build.
+	Bound float64
+}
+
+// Simulate runs one seeded bisection of a history drawn for cfg.
+func Simulate(cfg SimConfig, seed uint64) (SimRun, error) {
+	cfg = cfg.withDefaults()
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	h := NewSimHistory(cfg, rng)
+	lab := newSimLab(h, cfg.Noise, cfg.Sigma, rng)
+	in := Inputs{Repo: "sim", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash,
+		Scenario: "sim", Metric: "elapsed", Direction: stats.LowerIsBetter, Thresholds: cfg.Thresholds}
+	s, err := NewState(in, h.Commits, time.Time{})
+	if err != nil {
+		return SimRun{}, err
+	}
+	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
+	if err := e.Run(context.Background(), s); err != nil {
+		return SimRun{}, err
+	}
+	for hash, n := range lab.builds {
+		if n > 1 {
+			return SimRun{}, fmt.Errorf("commit %s built %d times", hash, n)
+		}
+	}
+	return score(s, h), nil
+}
+
+// score compares a finished bisection with the truth.
+func score(s *State, h *SimHistory) SimRun {
+	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken,
+		Bound: math.Log2(float64(max(1, s.CandidateCount())))}
+	named := map[int]bool{}
+	for _, c := range s.Culprits {
+		hit := false
+		for _, i := range c.Candidates {
+			if slices.Contains(h.Culprits, i) {
+				named[i], hit = true, true
+			}
+		}
+		if !hit {
+			run.WrongBlames++
+		}
+	}
+	run.Found = len(named)
+	run.Exact = run.Found == len(h.Culprits) && run.WrongBlames == 0 && len(s.Culprits) == len(h.Culprits)
+	return run
+}
+
+// SimRow sums up many runs of one SimConfig.
+type SimRow struct {
+	Config SimConfig
+	Runs   int
+	// ExactRate is the share of runs naming exactly the right culprits;
+	// WrongRate the share of runs blaming at least one wrong commit.
+	ExactRate, WrongRate float64
+	Builds, Samples      float64 // means per bisection
+	Bound                float64 // mean log2(candidates)
+}
+
+// SimulateRow runs cfg runs times with seeds derived from seed.
+func SimulateRow(cfg SimConfig, runs int, seed uint64) (SimRow, error) {
+	row := SimRow{Config: cfg.withDefaults(), Runs: runs}
+	for r := range runs {
+		res, err := Simulate(cfg, seed*1_000_003+uint64(r))
+		if err != nil {
+			return row, err
+		}
+		if res.Exact {
+			row.ExactRate++
+		}
+		if res.WrongBlames > 0 {
+			row.WrongRate++
+		}
+		row.Builds += float64(res.Builds)
+		row.Samples += float64(res.Samples)
+		row.Bound += res.Bound
+	}
+	f := float64(runs)
+	row.ExactRate /= f
+	row.WrongRate /= f
+	row.Builds /= f
+	row.Samples /= f
+	row.Bound /= f
+	return row, nil
+}
+
+// FormatSimTable renders rows as a Markdown table.
+func FormatSimTable(rows []SimRow) string {
+	var b strings.Builder
+	b.WriteString("| commits | culprits | effect | noise | broken stretches | runs | exact culprits | wrong blame | builds | log2(candidates) | samples |\n")
+	b.WriteString("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		c := r.Config
+		eff := fmt.Sprintf("%.0f%%", 100*c.Effect)
+		if c.Effect == 0 {
+			eff = fmt.Sprintf("%.0f–%.0f%%", 100*c.MinEffect, 100*c.MaxEffect)
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s %.0f%% | %d | %d | %.1f%% | %.1f%% | %.1f | %.1f | %.0f |\n",
+			c.Commits, c.Culprits, eff, c.Noise, 100*c.Sigma, c.BrokenStretches, r.Runs,
+			100*r.ExactRate, 100*r.WrongRate, r.Builds, r.Bound, r.Samples)
+	}
+	return b.String()
+}

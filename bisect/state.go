@@ -1,0 +1,340 @@
+// Package bisect finds the commit(s) in a range that made a benchmark
+// slower, with evidence: every verdict comes from a statistical comparison
+// of interleaved samples, and every culprit is re-measured against its
+// parent with fresh samples before it is blamed.
+//
+// The design choice that matters: the whole search lives in one State
+// value, and the next step is a pure function of it. The engine (Run)
+// only performs the I/O that step asks for (build a commit, take one
+// sample) and saves the State after every result, so an interrupted
+// bisection resumes exactly where it stopped with no sample lost or
+// repeated, and the search can be simulated without builds or servers.
+package bisect
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// StateVersion is the version of the State encoding. Load refuses states
+// written with another version.
+const StateVersion = 1
+
+// State is the whole search: its inputs, the commits of the range, every
+// sample taken, every verdict reached, the culprits found and a log of
+// what happened. It is saved as JSON after every sample.
+type State struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	Inputs  Inputs `json:"inputs"`
+
+	// Commits is the range, oldest first: Commits[0] is the good commit,
+	// the last one the bad commit.
+	Commits []Commit `json:"commits"`
+
+	// Builds records, per build key, whether the key was built and whether
+	// it failed. A key is built once; its result is reused by every commit
+	// sharing it.
+	Builds map[string]*BuildResult `json:"builds"`
+
+	// Samples holds every measurement of the chosen metric, per build
+	// key, in the order taken. Every search comparison involving a key uses
+	// all of them.
+	Samples map[string][]float64 `json:"samples"`
+
+	// Phase is where the search is.
+	Phase Phase `json:"phase"`
+
+	// Points are the indices into Commits chosen for measurement, in
+	// order. Adjacent points form the pairs being judged.
+	Points []int `json:"points"`
+
+	// Pairs are the comparisons of the search, in the order they were
+	// started. The pair of two adjacent points is the last one listed
+	// for them.
+	Pairs []Pair `json:"pairs"`
+
+	// Checks are the re-verifications of suspected culprits against their
+	// parents, with fresh samples that no search comparison has seen.
+	Checks []Check `json:"checks"`
+
+	// Culprits are the confirmed culprits, largest effect first, set when
+	// the search is done.
+	Culprits []Culprit `json:"culprits,omitempty"`
+	// Unresolved are ranges known to hold part of the regression where the
+	// budget did not allow to narrow it further, set when the search is
+	// done.
+	Unresolved []Range `json:"unresolved,omitempty"`
+	// Unconfirmed are suspects whose re-verification did not show a
+	// regression: reported, never blamed.
+	Unconfirmed []Range `json:"unconfirmed,omitempty"`
+
+	// Outcome is set when Phase is PhaseDone.
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Summary says the outcome in one sentence, with numbers.
+	Summary string `json:"summary,omitempty"`
+
+	// Events is the log of the bisection, oldest first.
+	Events []Event `json:"events"`
+
+	// Counts and timings.
+	BuildsDone   int           `json:"builds_done"`   // keys built (or found broken) by this bisection
+	SamplesTaken int           `json:"samples_taken"` // samples taken, search and checks
+	Started      time.Time     `json:"started"`
+	Updated      time.Time     `json:"updated"`
+	BuildTime    time.Duration `json:"build_time"`   // total time spent building
+	MeasureTime  time.Duration `json:"measure_time"` // total time spent sampling
+}
+
+// Inputs are what the user asked for. They determine the ID.
+type Inputs struct {
+	Repo        string          `json:"repo"`
+	Good        string          `json:"good"` // full hash
+	Bad         string          `json:"bad"`  // full hash
+	Scenario    string          `json:"scenario"`
+	Metric      string          `json:"metric"`
+	Unit        string          `json:"unit,omitempty"`
+	Direction   stats.Direction `json:"direction"`
+	Point       string          `json:"point,omitempty"` // e.g. "clients=1"
+	FirstParent bool            `json:"first_parent"`
+	// Thresholds rule every search comparison. Checks use the same ones
+	// with a smaller alpha (see CheckAlpha).
+	Thresholds stats.Thresholds `json:"thresholds"`
+	// WrongBlame is the bound on the probability of blaming any commit
+	// that did not cause a regression. Default: 0.01.
+	WrongBlame float64 `json:"wrong_blame"`
+}
+
+// Commit is one commit of the range.
+type Commit struct {
+	Hash        string    `json:"hash"`
+	Subject     string    `json:"subject"`
+	Author      string    `json:"author,omitempty"`
+	AuthorEmail string    `json:"author_email,omitempty"`
+	Date        time.Time `json:"date"`
+	// Key is the build key: commits with equal keys produce the same server.
+	Key string `json:"key"`
+	// NoCompile is set when the commit has the same key as its parent
+	// (documentation, test files): it can be no culprit and is never built.
+	NoCompile bool `json:"no_compile,omitempty"`
+}
+
+// Short returns the abbreviated hash.
+func (c Commit) Short() string {
+	if len(c.Hash) > 10 {
+		return c.Hash[:10]
+	}
+	return c.Hash
+}
+
+// BuildResult is the outcome of building one key.
+type BuildResult struct {
+	Hash     string        `json:"hash"` // the commit built for the key
+	Broken   bool          `json:"broken,omitempty"`
+	Reason   string        `json:"reason,omitempty"` // why it is broken
+	LogPath  string        `json:"log_path,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Phase is a stage of the search.
+type Phase string
+
+const (
+	PhaseEndpoints Phase = "endpoints" // is bad measurably worse than good?
+	PhaseSearch    Phase = "search"    // split pairs judged different
+	PhaseCheck     Phase = "check"     // re-verify suspects with fresh samples
+	PhaseDone      Phase = "done"
+)
+
+// Outcome is how a bisection ended.
+type Outcome string
+
+const (
+	// OutcomeFound: at least one culprit (or culprit range) confirmed.
+	OutcomeFound Outcome = "found"
+	// OutcomeNoRegression: bad is not measurably worse than good.
+	OutcomeNoRegression Outcome = "no-regression"
+	// OutcomeImprovement: bad is measurably better than good.
+	OutcomeImprovement Outcome = "improvement"
+	// OutcomeUnresolved: the endpoints differ, but no culprit survived the
+	// search and its checks; the report lists the ranges left.
+	OutcomeUnresolved Outcome = "unresolved"
+	// OutcomeBroken: an endpoint does not build.
+	OutcomeBroken Outcome = "broken-endpoint"
+)
+
+// Verdict is a judgement of one comparison (a copy of stats.Verdict as a
+// word, so states stay readable).
+type Verdict string
+
+const (
+	VerdictPending      Verdict = ""
+	VerdictSame         Verdict = "same"
+	VerdictRegression   Verdict = "regression"
+	VerdictImprovement  Verdict = "improvement"
+	VerdictInconclusive Verdict = "inconclusive"
+)
+
+// Pair is the comparison of two points of the search, Left older than
+// Right (indices into State.Commits).
+type Pair struct {
+	Left  int `json:"left"`
+	Right int `json:"right"`
+	// Target is the number of samples per side to have before the next
+	// comparison.
+	Target  int     `json:"target"`
+	Verdict Verdict `json:"verdict"`
+	// Result is the comparison that gave the verdict.
+	Result *Result `json:"result,omitempty"`
+	// Parent is the index in State.Pairs of the pair this one was split
+	// from, -1 for the endpoints.
+	Parent int `json:"parent"`
+	// Forced is set when neither half of a regression was judged a
+	// regression within the budget and this half, the one that got worse,
+	// was chosen to follow. A forced pair is searched like a regression,
+	// but only a check with fresh samples can make a culprit of it.
+	Forced bool `json:"forced,omitempty"`
+}
+
+// Check re-verifies a suspect: the commits Right back to Left+1 hold a
+// regression, judged with Left and Right's fresh samples only.
+type Check struct {
+	Left   int       `json:"left"`
+	Right  int       `json:"right"`
+	A      []float64 `json:"a"` // fresh samples of Left's key
+	B      []float64 `json:"b"` // fresh samples of Right's key
+	Target int       `json:"target"`
+	// Alpha is the significance level of this check (CheckAlpha).
+	Alpha   float64 `json:"alpha"`
+	Verdict Verdict `json:"verdict"`
+	Result  *Result `json:"result,omitempty"`
+}
+
+// Result is the evidence of one comparison, from stats.Compare.
+type Result struct {
+	MedianA float64 `json:"median_a"`
+	MedianB float64 `json:"median_b"`
+	NA      int     `json:"n_a"`
+	NB      int     `json:"n_b"`
+	Ratio   float64 `json:"ratio"` // median B / median A
+	Lo      float64 `json:"lo"`    // confidence interval of Ratio
+	Hi      float64 `json:"hi"`
+	P       float64 `json:"p"`
+	// Worse is how much worse B is than A in the metric's direction
+	// (+0.10 = 10% worse); culprits are ranked by it.
+	Worse    float64  `json:"worse"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Change is Ratio-1 as a signed fraction (+0.10 is 10% larger).
+func (r *Result) Change() float64 { return r.Ratio - 1 }
+
+// Range is a run of commits (indices into State.Commits, inclusive) that
+// holds a change; Parent is the measured commit just before it.
+type Range struct {
+	Parent int     `json:"parent"`
+	First  int     `json:"first"`
+	Last   int     `json:"last"`
+	Result *Result `json:"result,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+// Culprit is a confirmed culprit: a single commit, or a range of candidates
+// when skipped (broken) commits border it.
+type Culprit struct {
+	Range
+	// Candidates are the commits that may hold the change (indices into
+	// State.Commits): one when the culprit is known exactly.
+	Candidates []int `json:"candidates"`
+	// Search is the comparison that located it; Range.Result is the
+	// fresh re-verification that confirmed it.
+	Search *Result `json:"search,omitempty"`
+}
+
+// Exact reports whether the culprit is a single commit.
+func (c Culprit) Exact() bool { return len(c.Candidates) == 1 }
+
+// Event is one line of the bisection log.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // build, broken, verdict, split, check, culprit, outcome, resume
+	Commit  string    `json:"commit,omitempty"`
+	Message string    `json:"message"`
+}
+
+// DefaultThresholds rule the search's comparisons when Inputs.Thresholds
+// is zero. They differ from stats.DefaultThresholds on purpose: a wrong
+// "different" in the search only costs builds and samples (no culprit is
+// blamed without a check), while a missed one loses a culprit, so the
+// search tests at alpha 0.05 with a budget of 60 samples per side; checks
+// test at Inputs.WrongBlame (0.01) split over the suspects, with twice the
+// budget (CheckBudget). MinEffect is 5%: smaller changes are not worth
+// blaming a commit for under 10% noise.
+var DefaultThresholds = stats.Thresholds{Alpha: 0.05, MinEffect: 0.05, MaxSamples: 60}.WithDefaults()
+
+// NewState starts a bisection of commits (oldest first, good first and bad
+// last, with their build keys filled in) for the given inputs. Zero
+// thresholds and bounds take their defaults.
+func NewState(in Inputs, commits []Commit, now time.Time) (*State, error) {
+	if len(commits) < 2 {
+		return nil, fmt.Errorf("a bisection needs the good and the bad commit, got %d commits", len(commits))
+	}
+	for i, c := range commits {
+		if c.Key == "" {
+			return nil, fmt.Errorf("commit %s has no build key", c.Short())
+		}
+		if i > 0 && c.NoCompile && c.Key != commits[i-1].Key {
+			return nil, fmt.Errorf("commit %s is marked no-compile but its key differs from its parent's", c.Short())
+		}
+	}
+	if in.WrongBlame == 0 {
+		in.WrongBlame = 0.01
+	}
+	if in.Thresholds == (stats.Thresholds{}) {
+		in.Thresholds = DefaultThresholds
+	}
+	in.Thresholds = in.Thresholds.WithDefaults()
+	n := len(commits)
+	s := &State{
+		Version: StateVersion,
+		ID:      ID(in),
+		Inputs:  in,
+		Commits: commits,
+		Builds:  map[string]*BuildResult{},
+		Samples: map[string][]float64{},
+		Phase:   PhaseEndpoints,
+		Points:  []int{0, n - 1},
+		Pairs:   []Pair{{Left: 0, Right: n - 1, Parent: -1}},
+		Started: now,
+		Updated: now,
+	}
+	s.logf(now, "start", "", "bisecting %d commits %s..%s (%d can be culprits) on %s", n, commits[0].Short(), commits[n-1].Short(), s.CandidateCount(), in.Metric)
+	return s, nil
+}
+
+// CandidateCount is the number of commits that can be culprits: every
+// commit after the good one that changes what is compiled.
+func (s *State) CandidateCount() int {
+	n := 0
+	for _, c := range s.Commits[1:] {
+		if !c.NoCompile {
+			n++
+		}
+	}
+	return n
+}
+
+// Done reports whether the bisection is finished.
+func (s *State) Done() bool { return s.Phase == PhaseDone }
+
+func (s *State) logf(now time.Time, kind, commit, format string, args ...any) {
+	s.Events = append(s.Events, Event{Time: now, Kind: kind, Commit: commit, Message: fmt.Sprintf(format, args...)})
+}
+
+// broken reports whether commit i is known not to build.
+func (s *State) broken(i int) bool {
+	b := s.Builds[s.Commits[i].Key]
+	return b != nil && b.Broken
+}
