@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
+
+	"gonum.org/v1/gonum/mathext"
 )
 
 // RatioCI returns a percentile bootstrap interval at the given confidence
@@ -15,9 +18,10 @@ func RatioCI(a, b []float64, confidence float64, resamples int) (lo, hi float64)
 	rng := rand.New(rand.NewPCG(seed(a, b)))
 	ca := make([]int, len(a))
 	cb := make([]int, len(b))
+	wa, wb := hdWeights(len(a)), hdWeights(len(b))
 	ratios := make([]float64, resamples)
 	for r := range ratios {
-		ratios[r] = resampledMedian(rng, b, cb) / resampledMedian(rng, a, ca)
+		ratios[r] = resampledMedian(rng, b, cb, wb) / resampledMedian(rng, a, ca, wa)
 	}
 	slices.Sort(ratios)
 	tail := (1 - confidence) / 2
@@ -25,31 +29,44 @@ func RatioCI(a, b []float64, confidence float64, resamples int) (lo, hi float64)
 }
 
 // resampledMedian draws len(s) values of sorted s with replacement and
-// returns their median. Counting how often each index is drawn and walking
-// the counts finds the order statistics in O(n), without sorting.
-func resampledMedian(rng *rand.Rand, s []float64, counts []int) float64 {
+// returns their Harrell–Davis median. Counting how often each index is drawn
+// and walking the counts gives the sorted resample in O(n), without sorting.
+func resampledMedian(rng *rand.Rand, s []float64, counts []int, cumW []float64) float64 {
 	n := len(s)
 	clear(counts)
 	for range n {
 		counts[rng.IntN(n)]++
 	}
-	lo, hi := (n-1)/2, n/2 // 0-based ranks of the middle value(s)
-	var vlo, vhi float64
-	seen := 0
+	m, rank := 0.0, 0
 	for i, c := range counts {
-		if c == 0 {
-			continue
+		if c > 0 {
+			m += s[i] * (cumW[rank+c] - cumW[rank])
+			rank += c
 		}
-		if seen <= lo && lo < seen+c {
-			vlo = s[i]
-		}
-		if seen <= hi && hi < seen+c {
-			vhi = s[i]
-			break
-		}
-		seen += c
 	}
-	return (vlo + vhi) / 2
+	return m
+}
+
+var hdCache sync.Map // n -> []float64
+
+// hdWeights returns the cumulative Harrell–Davis weights for the median of n
+// values: cumW[k] = I_{k/n}((n+1)/2, (n+1)/2), so order statistic k (1-based)
+// has weight cumW[k]-cumW[k-1]. The Harrell–Davis estimate averages the
+// order statistics around the middle instead of taking one or two of them,
+// which makes bootstrapped medians far less jumpy for small or multimodal
+// samples (Harrell and Davis 1982, Biometrika 69(3)).
+func hdWeights(n int) []float64 {
+	if v, ok := hdCache.Load(n); ok {
+		return v.([]float64)
+	}
+	ab := float64(n+1) / 2
+	w := make([]float64, n+1)
+	for k := 1; k < n; k++ {
+		w[k] = mathext.RegIncBeta(ab, ab, float64(k)/float64(n))
+	}
+	w[n] = 1
+	hdCache.Store(n, w)
+	return w
 }
 
 // quantileSorted is the q-quantile of sorted s with linear interpolation

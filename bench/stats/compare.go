@@ -78,7 +78,7 @@ type Comparison struct {
 	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
 	// is what LookAlpha is compared against.
 	PMannWhitney, PKS, P float64
-	// LookAlpha is the per-look significance level (Thresholds.LookAlpha).
+	// LookAlpha is the significance level of this look (Thresholds.LookAlpha).
 	LookAlpha float64
 	// MinEffect is the band used for Same.
 	MinEffect float64
@@ -121,7 +121,7 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	sa, sb := slices.Clone(a), slices.Clone(b)
 	slices.Sort(sa)
 	slices.Sort(sb)
-	lookAlpha, _ := th.LookAlpha()
+	lookAlpha := th.LookAlpha(min(len(sa), len(sb)))
 	c := Comparison{
 		Direction:    dir,
 		Ratio:        math.NaN(),
@@ -155,7 +155,7 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		c.PMannWhitney = u.P
 	}
 	_, c.PKS = KSTest(sa, sb)
-	c.P = math.Min(c.PMannWhitney, c.PKS)
+	c.P = combineP(c.PMannWhitney, c.PKS)
 
 	c.Verdict = decide(c)
 	if c.P < lookAlpha && c.PMannWhitney >= lookAlpha && !c.Verdict.Different() {

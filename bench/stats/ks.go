@@ -56,11 +56,20 @@ func KSTest(x, y []float64) (d, p float64) {
 	if N > ksExactLimit {
 		return d, ksAsymptotic(d, m, n)
 	}
+	return d, ksPValue(m, n, dmax, boundary)
+}
+
+// ksPValue is P(max |i*n - j*m| >= dmax) over the boundaries k = i+j where
+// boundary[k] is true (all of them when boundary is nil), for a uniformly
+// random ordering of m values of x and n of y.
+func ksPValue(m, n, dmax int, boundary []bool) float64 {
+	N := m + n
 	// Fraction of paths from (0,0) to (m,n) that never reach |i*n-j*m| >=
 	// dmax at a boundary. Probabilities rather than counts keep the numbers
 	// in range: each step takes an x with probability (m-i)/(N-k).
 	u := make([]float64, n+1) // u[j]: probability of being at (i, j) unharmed
 	u[0] = 1
+	hit := 0.0 // probability of first reaching the boundary, summed
 	for i := 0; i <= m; i++ {
 		for j := 0; j <= n; j++ {
 			if i == 0 && j == 0 {
@@ -75,14 +84,16 @@ func KSTest(x, y []float64) (d, p float64) {
 				// from (i, j-1) with a y step
 				prob += u[j-1] * float64(n-j+1) / float64(N-i-j+1)
 			}
-			if boundary[i+j] && abs(i*n-j*m) >= dmax {
+			if (boundary == nil || boundary[i+j]) && abs(i*n-j*m) >= dmax {
+				hit += prob
 				prob = 0
 			}
 			u[j] = prob
 		}
 	}
-	p = 1 - u[n]
-	return d, math.Min(1, math.Max(p, 0))
+	// Summing the absorbed probability rather than taking 1-u[n] keeps
+	// small p-values accurate.
+	return math.Min(1, hit)
 }
 
 // ksAsymptotic is the limiting Kolmogorov distribution with Stephens's

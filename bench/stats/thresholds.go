@@ -95,25 +95,21 @@ func (th Thresholds) Looks() []int {
 	return append(ns, th.MaxSamples)
 }
 
-// LookAlpha returns the significance level each look tests P against, and
-// the number of looks K that can reject at that level (see the package
-// documentation). LookAlpha = Alpha / (2*K).
-func (th Thresholds) LookAlpha() (alpha float64, k int) {
+// LookAlpha returns the significance level that P is compared against at a
+// look with n values per side (the smaller side). Looks between planned sizes
+// use the level of the planned look at or below n; before the first planned
+// look, that of the first. See the package documentation for how the levels
+// are calibrated.
+func (th Thresholds) LookAlpha(n int) float64 {
 	th = th.WithDefaults()
-	looks := th.Looks()
-	for k = 1; k <= len(looks); k++ {
-		alpha = th.Alpha / float64(2*k)
-		usable := 0
-		for _, n := range looks {
-			if minRankP(n, n) <= alpha {
-				usable++
-			}
-		}
-		if usable <= k {
-			return alpha, k
+	looks, alphas := th.Looks(), th.lookAlphas()
+	k := 0
+	for i, look := range looks {
+		if look <= n {
+			k = i
 		}
 	}
-	return th.Alpha / float64(2*len(looks)), len(looks)
+	return alphas[k]
 }
 
 // MinSamples returns the smallest n per side at which a two-sided rank test

@@ -1,0 +1,218 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// draw returns n seeded values with median near center and relative noise s.
+func draw(seed uint64, n int, center, s float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = center * (1 + s*rng.NormFloat64())
+	}
+	return xs
+}
+
+func TestVerdicts(t *testing.T) {
+	cases := []struct {
+		name string
+		a, b []float64
+		dir  Direction
+		want Verdict
+	}{
+		{"clear regression, time", draw(1, 10, 100, 0.01), draw(2, 10, 110, 0.01), LowerIsBetter, Regression},
+		{"clear improvement, time", draw(1, 10, 100, 0.01), draw(2, 10, 90, 0.01), LowerIsBetter, Improvement},
+		{"clear regression, throughput", draw(1, 10, 1000, 0.01), draw(2, 10, 900, 0.01), HigherIsBetter, Regression},
+		{"clear improvement, throughput", draw(1, 10, 1000, 0.01), draw(2, 10, 1100, 0.01), HigherIsBetter, Improvement},
+		{"A/A with tight data is same", draw(3, 10, 100, 0.005), draw(4, 10, 100, 0.005), LowerIsBetter, Same},
+		{"few noisy samples are unknown", draw(5, 5, 100, 0.15), draw(6, 5, 100, 0.15), LowerIsBetter, Unknown},
+		{"large effect at five samples is still unknown", draw(1, 5, 100, 0.01), draw(2, 5, 150, 0.01), LowerIsBetter, Unknown},
+		{"noisy small effect at the budget is inconclusive", draw(7, 30, 100, 0.15), draw(8, 30, 102, 0.15), LowerIsBetter, Inconclusive},
+		{"a real but negligible change is same", draw(9, 30, 100, 0.001), draw(10, 30, 100.5, 0.001), LowerIsBetter, Same},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Compare(c.a, c.b, c.dir, Thresholds{})
+			if got.Verdict != c.want {
+				t.Errorf("verdict %v, want %v\n%+v", got.Verdict, c.want, got)
+			}
+			if got.Verdict.Different() && !(got.P < got.LookAlpha && (got.Lo > 1 || got.Hi < 1)) {
+				t.Errorf("%v without the evidence: %+v", got.Verdict, got)
+			}
+			if got.Verdict == Same && !(got.Lo >= 0.97 && got.Hi <= 1.03) {
+				t.Errorf("same with interval [%v, %v] outside ±3%%", got.Lo, got.Hi)
+			}
+		})
+	}
+}
+
+func TestCompareFields(t *testing.T) {
+	a, b := draw(1, 10, 100, 0.01), draw(2, 10, 110, 0.01)
+	c := Compare(a, b, LowerIsBetter, Thresholds{})
+	if c.A.N != 10 || c.B.N != 10 {
+		t.Errorf("n = %d+%d, want 10+10", c.A.N, c.B.N)
+	}
+	if want := c.B.Median / c.A.Median; c.Ratio != want {
+		t.Errorf("Ratio %v, want median ratio %v", c.Ratio, want)
+	}
+	if !(c.Lo < c.Ratio && c.Ratio < c.Hi) || math.Abs(c.Ratio-1.1) > 0.02 {
+		t.Errorf("ratio %v [%v, %v], want about 1.10 inside its interval", c.Ratio, c.Lo, c.Hi)
+	}
+	if math.Abs(c.Worse()-c.Change()) > 0 || c.Worse() <= 0 {
+		t.Errorf("lower is better: Worse %v, Change %v", c.Worse(), c.Change())
+	}
+	h := Compare(a, b, HigherIsBetter, Thresholds{})
+	if h.Worse() >= 0 || h.Verdict != Improvement {
+		t.Errorf("higher is better: Worse %v verdict %v, want negative and improvement", h.Worse(), h.Verdict)
+	}
+	if c.P != math.Min(c.PMannWhitney, c.PKS/ksWeight) {
+		t.Errorf("P %v is not the combination of %v and %v", c.P, c.PMannWhitney, c.PKS)
+	}
+}
+
+func TestReproducible(t *testing.T) {
+	a, b := draw(11, 15, 100, 0.1), draw(12, 15, 105, 0.1)
+	first := Compare(a, b, LowerIsBetter, Thresholds{})
+	for range 3 {
+		if again := Compare(a, b, LowerIsBetter, Thresholds{}); !reflect.DeepEqual(first, again) {
+			t.Fatalf("same input, different result:\n%+v\n%+v", first, again)
+		}
+	}
+	// The order the runs arrived in does not matter.
+	ra, rb := slices.Clone(a), slices.Clone(b)
+	slices.Reverse(ra)
+	slices.Reverse(rb)
+	if again := Compare(ra, rb, LowerIsBetter, Thresholds{}); !reflect.DeepEqual(first, again) {
+		t.Fatalf("reordered input, different result:\n%+v\n%+v", first, again)
+	}
+	// Compare must not sort its caller's slices.
+	if !slices.Equal(ra, reversed(a)) {
+		t.Fatal("Compare modified its input")
+	}
+	// Different data gives a different bootstrap stream.
+	b[0] *= 1.0001
+	if other := Compare(a, b, LowerIsBetter, Thresholds{}); other.Lo == first.Lo && other.Hi == first.Hi {
+		t.Error("changing a value did not change the bootstrap interval")
+	}
+}
+
+func reversed(xs []float64) []float64 {
+	s := slices.Clone(xs)
+	slices.Reverse(s)
+	return s
+}
+
+func TestMore(t *testing.T) {
+	th := DefaultThresholds
+	if got := th.Looks(); !slices.Equal(got, []int{5, 10, 15, 20, 25, 30}) {
+		t.Errorf("Looks() = %v", got)
+	}
+	for _, c := range []struct {
+		na, nb int
+		v      Verdict
+		want   int
+	}{
+		{5, 5, Unknown, 5}, {10, 10, Unknown, 5}, {7, 8, Unknown, 3}, {25, 25, Unknown, 5},
+		{30, 30, Unknown, 0}, {10, 10, Same, 0}, {10, 10, Regression, 0}, {30, 30, Inconclusive, 0}, {0, 0, Unknown, 5},
+	} {
+		cmp := Comparison{Verdict: c.v, A: Summary{N: c.na}, B: Summary{N: c.nb}}
+		if got := th.More(cmp); got != c.want {
+			t.Errorf("More(n=%d+%d, %v) = %d, want %d", c.na, c.nb, c.v, got, c.want)
+		}
+	}
+	th = Thresholds{StartSamples: 4, Batch: 3, MaxSamples: 12}
+	if got := th.Looks(); !slices.Equal(got, []int{4, 7, 10, 12}) {
+		t.Errorf("Looks() = %v, want [4 7 10 12]", got)
+	}
+}
+
+func TestAtBudget(t *testing.T) {
+	c := Compare(draw(5, 10, 100, 0.2), draw(6, 10, 100, 0.2), LowerIsBetter, Thresholds{})
+	if c.Verdict != Unknown {
+		t.Fatalf("verdict %v, want unknown", c.Verdict)
+	}
+	if got := c.AtBudget(); got.Verdict != Inconclusive || len(got.Warnings) != len(c.Warnings)+1 {
+		t.Errorf("AtBudget: %v with %q", got.Verdict, got.Warnings)
+	}
+	d := Compare(draw(1, 10, 100, 0.01), draw(2, 10, 110, 0.01), LowerIsBetter, Thresholds{})
+	if got := d.AtBudget(); got.Verdict != Regression {
+		t.Errorf("AtBudget changed a decided verdict to %v", got.Verdict)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	has := func(c Comparison, sub string) bool {
+		for _, w := range c.Warnings {
+			if strings.Contains(w, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	if c := Compare(draw(1, 4, 100, 0.01), draw(2, 4, 100, 0.01), LowerIsBetter, Thresholds{}); !has(c, "too few samples") {
+		t.Errorf("no too-few warning: %q", c.Warnings)
+	}
+	if c := Compare(draw(1, 10, 100, 0.2), draw(2, 10, 100, 0.01), LowerIsBetter, Thresholds{}); !has(c, "baseline is noisy") || has(c, "candidate is noisy") {
+		t.Errorf("noise warnings: %q", c.Warnings)
+	}
+	// Same median, much wider spread: KS sees it, Mann-Whitney does not.
+	var tight, wide []float64
+	for i := range 30 {
+		tight = append(tight, 100+float64(i)/30)
+		if i%2 == 0 {
+			wide = append(wide, 90+float64(i)/10)
+		} else {
+			wide = append(wide, 110-float64(i)/10)
+		}
+	}
+	c := Compare(tight, wide, LowerIsBetter, Thresholds{})
+	if !has(c, "shape or spread") || c.Verdict.Different() {
+		t.Errorf("spread change: verdict %v, p MW %v KS %v, warnings %q", c.Verdict, c.PMannWhitney, c.PKS, c.Warnings)
+	}
+	var two []float64
+	for i := range 20 {
+		v := 100 + float64(i%7)/10
+		if i%3 == 0 {
+			v += 20
+		}
+		two = append(two, v)
+	}
+	if c := Compare(two, draw(3, 20, 100, 0.01), LowerIsBetter, Thresholds{}); !has(c, "baseline looks bimodal") || has(c, "candidate looks bimodal") {
+		t.Errorf("bimodal warnings: %q", c.Warnings)
+	}
+	if c := Compare([]float64{0, 1, 2}, []float64{1, 2, 3}, LowerIsBetter, Thresholds{}); !has(c, "not all positive") || !math.IsNaN(c.Ratio) {
+		t.Errorf("non-positive values: ratio %v warnings %q", c.Ratio, c.Warnings)
+	}
+	if c := Compare(nil, []float64{1}, LowerIsBetter, Thresholds{}); c.Verdict != Unknown {
+		t.Errorf("empty baseline: %v", c.Verdict)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := Summarize([]float64{4, 1, 3, 2})
+	want := Summary{N: 4, Median: 2.5, Min: 1, Max: 4, Mean: 2.5, Stddev: math.Sqrt(5.0 / 3), RelStddev: math.Sqrt(5.0/3) / 2.5}
+	if math.Abs(s.Stddev-want.Stddev) > 1e-12 || math.Abs(s.RelStddev-want.RelStddev) > 1e-12 {
+		t.Errorf("Summarize = %+v, want %+v", s, want)
+	}
+	s.Stddev, s.RelStddev, want.Stddev, want.RelStddev = 0, 0, 0, 0
+	if s != want {
+		t.Errorf("Summarize = %+v, want %+v", s, want)
+	}
+	if (Summarize(nil) != Summary{}) {
+		t.Error("Summarize(nil) is not zero")
+	}
+}
+
+func TestVerdictString(t *testing.T) {
+	for v, want := range map[Verdict]string{Unknown: "unknown", Same: "same", Regression: "regression", Improvement: "improvement", Inconclusive: "inconclusive"} {
+		if v.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int(v), v.String(), want)
+		}
+	}
+}
