@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -238,7 +240,8 @@ var valueKinds = map[string]valueKind{
 	"workers_launched": {[]string{"explain"}, "workers", ""},
 }
 
-var timeUnits = map[string]float64{"s": 1, "ms": 1e-3, "us": 1e-6}
+// timeUnits are the time units per second.
+var timeUnits = map[string]float64{"s": 1, "ms": 1e3, "us": 1e6}
 
 // stepKinds are the YAML keys that give a step its kind.
 var stepKinds = []string{"sql", "pgbench", "copy", "explain", "shell"}
@@ -273,7 +276,7 @@ func LoadFileWith(path string, overrides map[string]string) (*Scenario, error) {
 func Load(data []byte, name string, overrides map[string]string) (*Scenario, error) {
 	s := &Scenario{}
 	if err := yaml.UnmarshalWithOptions(data, s, yaml.DisallowUnknownField()); err != nil {
-		return nil, config.YAMLError(name, err, knownKeys)
+		return nil, config.YAMLError(name, positioned(data, err), knownKeys)
 	}
 	s.File = name
 	f, err := parser.ParseBytes(data, 0)
@@ -290,6 +293,33 @@ func Load(data []byte, name string, overrides map[string]string) (*Scenario, err
 	}
 	return s, nil
 }
+
+// positioned gives a go-yaml error that carries no position (a bad
+// duration, for one) the line of the value it quotes, in go-yaml's own
+// "[line:column] message" form that config.YAMLError understands.
+func positioned(data []byte, err error) error {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "[") {
+		return err
+	}
+	q := quoted.FindStringSubmatch(msg)
+	if q == nil {
+		return err
+	}
+	val, uerr := strconv.Unquote(q[0])
+	if uerr != nil {
+		return err
+	}
+	for _, tk := range lexer.Tokenize(string(data)) {
+		if tk.Value == val && tk.Position != nil {
+			msg = strings.TrimPrefix(msg, "time: ")
+			return fmt.Errorf("[%d:%d] %s", tk.Position.Line, tk.Position.Column, msg)
+		}
+	}
+	return err
+}
+
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // knownKeys are every key of the format, for "did you mean" hints.
 var knownKeys = []string{"name", "description", "variables", "initdb", "settings", "lifecycle",
@@ -745,7 +775,7 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 			if !ok {
 				return errAt(path+".unit", "metric %q: %s is a time: use unit s, ms or us", md.Name, md.Value)
 			}
-			m.scale = from / to
+			m.scale = to / from
 		}
 		dir := md.Direction
 		if dir == "" {
