@@ -1,0 +1,307 @@
+package bisect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// history builds a SimHistory by hand: n commits, doc-only commits at the
+// given indices, culprits with their effects, broken commits.
+func history(n int, doc []int, effects map[int]float64, broken []int) *SimHistory {
+	h := &SimHistory{Commits: make([]Commit, n), Level: make([]float64, n), Broken: map[int]bool{}}
+	owner, level := 0, 1.0
+	for i := range n {
+		isDoc := slices.Contains(doc, i)
+		if !isDoc {
+			owner = i
+		}
+		if e, ok := effects[i]; ok {
+			level *= 1 + e
+			h.Culprits = append(h.Culprits, i)
+		}
+		h.Level[i] = level
+		h.Commits[i] = Commit{Hash: fmt.Sprintf("%02x%038x", i, i), Subject: fmt.Sprintf("commit %d", i),
+			Key: fmt.Sprintf("key%d", owner), NoCompile: isDoc}
+	}
+	slices.Sort(h.Culprits)
+	for _, b := range broken {
+		h.Broken[b] = true
+	}
+	return h
+}
+
+// detLab measures deterministically: the j-th sample of a build is the same
+// in every run, whatever came before, so a resumed bisection must reproduce
+// an uninterrupted one exactly. It counts builds and can cancel a context
+// after a number of actions, like a Ctrl-C.
+type detLab struct {
+	*simLab
+	sigma    float64
+	taken    map[int]int
+	measured []string // keys measured, in order
+	stopAt   int      // cancel after this many builds and samples (0: never)
+	actions  int
+	cancel   context.CancelFunc
+}
+
+func newDetLab(h *SimHistory, sigma float64) *detLab {
+	return &detLab{simLab: newSimLab(h, NoiseNormal, sigma, nil), sigma: sigma, taken: map[int]int{}}
+}
+
+func (l *detLab) tick() {
+	l.actions++
+	if l.stopAt > 0 && l.actions >= l.stopAt {
+		l.cancel()
+	}
+}
+
+func (l *detLab) Build(ctx context.Context, hash string) (Target, error) {
+	t, err := l.simLab.Build(ctx, hash)
+	l.tick()
+	return t, err
+}
+
+func (l *detLab) Measure(_ context.Context, t Target) (float64, error) {
+	i := t.(int)
+	j := l.taken[i]
+	l.taken[i]++
+	f := fnv.New64a()
+	fmt.Fprintf(f, "%d/%d", i, j)
+	rng := rand.New(rand.NewPCG(f.Sum64(), 7))
+	l.measured = append(l.measured, l.h.Commits[i].Key)
+	l.tick()
+	return 100 * l.h.Level[i] * (1 + l.sigma*rng.NormFloat64()), nil
+}
+
+// memSaver keeps the last saved state as JSON, as a file would.
+type memSaver struct{ data []byte }
+
+func (m *memSaver) Save(_ context.Context, s *State) error {
+	var err error
+	m.data, err = json.Marshal(s)
+	return err
+}
+
+func runHistory(t *testing.T, h *SimHistory, lab Builder, m Measurer, dir stats.Direction) *State {
+	t.Helper()
+	in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed", Direction: dir}
+	s, err := NewState(in, h.Commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Engine{Builder: lab, Measurer: m}).Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBisect(t *testing.T) {
+	tests := []struct {
+		name    string
+		h       *SimHistory
+		outcome Outcome
+		// culprits are the expected candidate lists, worst first.
+		culprits [][]int
+	}{
+		{"single culprit", history(40, []int{3, 7, 20}, map[int]float64{17: 0.20}, nil), OutcomeFound, [][]int{{17}}},
+		{"two culprits ranked by effect", history(60, []int{5, 6, 30}, map[int]float64{12: 0.15, 44: 0.30}, nil), OutcomeFound, [][]int{{44}, {12}}},
+		{"culprit first after good", history(20, nil, map[int]float64{1: 0.25}, nil), OutcomeFound, [][]int{{1}}},
+		{"culprit is the bad commit", history(20, nil, map[int]float64{19: 0.25}, nil), OutcomeFound, [][]int{{19}}},
+		{"culprit bordered by broken commits", history(40, []int{22}, map[int]float64{23: 0.25}, []int{20, 21}), OutcomeFound, [][]int{{20, 21, 23}}},
+		{"culprit inside a broken stretch", history(40, nil, map[int]float64{21: 0.25}, []int{20, 21, 22}), OutcomeFound, [][]int{{20, 21, 22, 23}}},
+		{"no regression", history(30, []int{4}, nil, nil), OutcomeNoRegression, nil},
+		{"improvement", history(30, nil, map[int]float64{9: -0.25}, nil), OutcomeImprovement, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := newDetLab(tt.h, 0.05)
+			s := runHistory(t, tt.h, lab, lab, stats.LowerIsBetter)
+			if s.Outcome != tt.outcome {
+				t.Fatalf("outcome %s (%s), want %s", s.Outcome, s.Summary, tt.outcome)
+			}
+			var got [][]int
+			for _, c := range s.Culprits {
+				got = append(got, c.Candidates)
+			}
+			if !reflect.DeepEqual(got, tt.culprits) {
+				t.Errorf("culprits %v, want %v\n%s", got, tt.culprits, eventLog(s))
+			}
+			for hash := range lab.builds {
+				i := lab.index[hash]
+				if tt.h.Commits[i].NoCompile {
+					t.Errorf("doc-only commit %d was built", i)
+				}
+				if lab.builds[hash] > 1 {
+					t.Errorf("commit %d built %d times", i, lab.builds[hash])
+				}
+			}
+			for key := range s.Samples {
+				if b := s.Builds[key]; b == nil || b.Broken {
+					t.Errorf("samples recorded for key %s that was not built", key)
+				}
+			}
+			for _, c := range s.Culprits {
+				if c.Result == nil || c.Result.Worse <= 0 || c.Result.NA < 5 {
+					t.Errorf("culprit %v lacks its check's evidence: %+v", c.Candidates, c.Result)
+				}
+				if len(c.Candidates) > 1 && c.Note == "" {
+					t.Errorf("range culprit %v has no note saying why", c.Candidates)
+				}
+			}
+			if _, err := json.Marshal(s); err != nil {
+				t.Errorf("state does not encode: %v", err)
+			}
+		})
+	}
+}
+
+func eventLog(s *State) string {
+	var b []byte
+	for _, e := range s.Events {
+		b = fmt.Appendf(b, "%s: %s\n", e.Kind, e.Message)
+	}
+	return string(b)
+}
+
+func TestBisectHigherIsBetter(t *testing.T) {
+	// A throughput metric: the culprit lowers it.
+	h := history(30, nil, map[int]float64{11: -0.2}, nil)
+	lab := newDetLab(h, 0.05)
+	s := runHistory(t, h, lab, lab, stats.HigherIsBetter)
+	if s.Outcome != OutcomeFound || len(s.Culprits) != 1 || s.Culprits[0].Candidates[0] != 11 {
+		t.Fatalf("got %s %+v\n%s", s.Outcome, s.Culprits, eventLog(s))
+	}
+}
+
+func TestBrokenEndpoint(t *testing.T) {
+	h := history(10, nil, map[int]float64{5: 0.2}, []int{9})
+	lab := newDetLab(h, 0.05)
+	s := runHistory(t, h, lab, lab, stats.LowerIsBetter)
+	if s.Outcome != OutcomeBroken {
+		t.Fatalf("outcome %s, want %s", s.Outcome, OutcomeBroken)
+	}
+}
+
+func TestNewStateRejects(t *testing.T) {
+	h := history(3, nil, nil, nil)
+	bad := slices.Clone(h.Commits)
+	bad[2].NoCompile = true // but its key differs from its parent's
+	for name, cs := range map[string][]Commit{"one commit": h.Commits[:1], "inconsistent no-compile": bad} {
+		if _, err := NewState(Inputs{}, cs, time.Time{}); err == nil {
+			t.Errorf("%s: NewState accepted it", name)
+		}
+	}
+}
+
+// TestResumeEverywhere interrupts a bisection after every build and sample
+// in turn, reloads the saved state as a new process would, and checks that
+// the resumed bisection ends exactly like an uninterrupted one: same
+// culprits, same samples, none lost or taken twice.
+func TestResumeEverywhere(t *testing.T) {
+	h := history(24, []int{4, 13}, map[int]float64{9: 0.3, 18: 0.2}, []int{15})
+	ref := newDetLab(h, 0.03)
+	want := runHistory(t, h, ref, ref, stats.LowerIsBetter)
+	if want.Outcome != OutcomeFound || len(want.Culprits) != 2 {
+		t.Fatalf("reference run: %s", want.Summary)
+	}
+	total := ref.actions
+	for stop := 1; stop < total; stop++ {
+		in := want.Inputs
+		s, err := NewState(in, h.Commits, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lab := newDetLab(h, 0.03)
+		ctx, cancel := context.WithCancel(context.Background())
+		lab.stopAt, lab.cancel = stop, cancel
+		saver := &memSaver{}
+		err = (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(ctx, s)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("stop %d: Run returned %v, want context.Canceled", stop, err)
+		}
+		// A new process: decode the saved state, fresh builds in memory,
+		// but the build cache and the sample history of the lab survive.
+		got, err := Decode(saver.data)
+		if err != nil {
+			t.Fatalf("stop %d: %v", stop, err)
+		}
+		lab.stopAt = 0
+		if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(context.Background(), got); err != nil {
+			t.Fatalf("stop %d: resumed Run: %v", stop, err)
+		}
+		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.Culprits, want.Culprits) ||
+			!reflect.DeepEqual(got.Checks, want.Checks) || got.SamplesTaken != want.SamplesTaken {
+			t.Fatalf("stop %d: resumed bisection differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
+		}
+		if !slices.Equal(lab.measured, ref.measured) {
+			t.Fatalf("stop %d: a sample was lost or repeated: %d measurements, want %d", stop, len(lab.measured), len(ref.measured))
+		}
+		if got.BuildsDone != want.BuildsDone {
+			t.Fatalf("stop %d: %d builds recorded, want %d", stop, got.BuildsDone, want.BuildsDone)
+		}
+	}
+	t.Logf("interrupted and resumed at each of %d steps", total-1)
+}
+
+func TestFileSaver(t *testing.T) {
+	h := history(12, nil, map[int]float64{6: 0.3}, nil)
+	lab := newDetLab(h, 0.03)
+	s := runHistory(t, h, lab, lab, stats.LowerIsBetter)
+	fs := FileSaver{Dir: t.TempDir()}
+	if err := fs.Save(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fs.Load(context.Background(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Culprits, s.Culprits) || !reflect.DeepEqual(got.Samples, s.Samples) {
+		t.Errorf("loaded state differs from the saved one")
+	}
+	if _, err := fs.Load(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("loading an unknown id: %v, want ErrNotFound", err)
+	}
+}
+
+func TestNextSideInterleaves(t *testing.T) {
+	var order []byte
+	na, nb := 0, 0
+	for {
+		side := nextSide(na, nb, 4)
+		if side < 0 {
+			break
+		}
+		if side == 0 {
+			na++
+			order = append(order, 'A')
+		} else {
+			nb++
+			order = append(order, 'B')
+		}
+	}
+	if string(order) != "ABBAABBA" {
+		t.Errorf("order %s, want ABBAABBA", order)
+	}
+}
+
+func TestIDStable(t *testing.T) {
+	in := Inputs{Repo: "r", Good: "a", Bad: "b", Metric: "elapsed"}
+	if ID(in) != ID(in) || ID(in) == ID(Inputs{Repo: "r", Good: "a", Bad: "c", Metric: "elapsed"}) {
+		t.Error("ID is not a stable function of the inputs")
+	}
+	s, _ := NewState(in, history(3, nil, nil, nil).Commits, time.Time{})
+	if s.ID != ID(in) {
+		t.Error("NewState's ID differs from ID(inputs)")
+	}
+}
