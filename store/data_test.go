@@ -188,7 +188,7 @@ func TestComparisons(t *testing.T) {
 	ctx := context.Background()
 	s := testStore(t)
 	c := Comparison{Scenario: "copy", Point: "clients=1", Metric: "elapsed", BaseKey: "a", HeadKey: "b", Verdict: "different",
-		Effect: 0.104, CILow: 0.08, CIHigh: 0.12, P: 0.001, NBase: 10, NHead: 12, Detail: json.RawMessage(`{"warnings":["few samples"]}`),
+		Ratio: 1.104, RatioLow: 1.08, RatioHigh: 1.12, P: 0.001, NBase: 10, NHead: 12, Detail: json.RawMessage(`{"warnings":["few samples"]}`),
 		BisectionID: "bis1"}
 	id, err := s.RecordComparison(ctx, c)
 	if err != nil {
@@ -198,7 +198,7 @@ func TestComparisons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].ID != id || got[0].Verdict != "different" || got[0].Effect != 0.104 || got[0].NHead != 12 ||
+	if len(got) != 1 || got[0].ID != id || got[0].Verdict != "different" || got[0].Ratio != 1.104 || got[0].NHead != 12 ||
 		got[0].BisectionID != "bis1" || got[0].NightlyID != 0 {
 		t.Fatalf("got %+v", got)
 	}
@@ -239,49 +239,68 @@ func TestBisections(t *testing.T) {
 	}
 }
 
-// TestFindingsOutbox: a saved finding is pending until marked posted;
-// saving it again (same key) updates it rather than duplicating it.
+// TestFindingsOutbox: a saved finding is pending, with its posts, until
+// settled; saving it again replaces it and keeps its posts.
 func TestFindingsOutbox(t *testing.T) {
 	ctx := context.Background()
 	s := testStore(t)
-	f := Finding{Culprit: "9f8377f7a27", Scenario: "copy-single", Metric: "elapsed", Effect: 0.104, CILow: 0.09, CIHigh: 0.12,
-		P: 0.0004, N: 15, Title: "[master] 9f8377f7a2: copy-single elapsed +10.4% regression", Report: json.RawMessage(`{"markdown":"..."}`)}
-	id, err := s.SaveFinding(ctx, f)
-	if err != nil {
+	f := Finding{ID: "20260130T021500Z-copy-single-9f8377f7a2", Kind: "regression", Branch: "master",
+		Culprits: []string{"9f8377f7a27", "faff8f8e47f"}, Scenario: "copy-single", Metric: "elapsed",
+		Ratio: 1.104, RatioLow: 1.09, RatioHigh: 1.12, P: 0.0004, N: 15, Report: json.RawMessage(`{"id":"x"}`),
+		Time: time.Date(2026, 1, 30, 2, 15, 0, 0, time.UTC)}
+	if err := s.SaveFinding(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	other := Finding{ID: "20260131T021500Z-build", Kind: "build-failure", Time: f.Time.Add(24 * time.Hour)}
+	if err := s.SaveFinding(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkPosted(ctx, f.ID, Post{Target: "[master] 9f8377f7a2:", Action: "created", Repo: "pgbisect/results", Issue: 7,
+		URL: "https://github.com/pgbisect/results/issues/7"}); err != nil {
 		t.Fatal(err)
 	}
 	f.N = 20
-	again, err := s.SaveFinding(ctx, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again != id {
-		t.Fatalf("saving the same finding twice made two rows (%d, %d)", id, again)
-	}
-	other, err := s.SaveFinding(ctx, Finding{Kind: "build-failure", Culprit: "abc", Title: "[master] abc: build failure"})
-	if err != nil {
+	if err := s.SaveFinding(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	pending, err := s.PendingFindings(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 2 || pending[0].ID != id || pending[0].N != 20 || pending[0].Kind != "regression" || pending[1].ID != other {
+	if len(pending) != 2 || pending[0].ID != f.ID || pending[1].ID != other.ID {
 		t.Fatalf("pending %+v", pending)
 	}
-	if err := s.MarkPosted(ctx, id, Post{Repo: "pgbisect/results", Issue: 7, URL: "https://github.com/pgbisect/results/issues/7"}); err != nil {
+	p0 := pending[0]
+	if p0.N != 20 || !slices.Equal(p0.Culprits, f.Culprits) || p0.Ratio != 1.104 || len(p0.Posts) != 1 ||
+		p0.Posts[0].Issue != 7 || p0.Posts[0].Action != "created" || p0.Settled {
+		t.Fatalf("pending[0] = %+v", p0)
+	}
+	if len(pending[1].Posts) != 0 || pending[1].Culprits == nil {
+		t.Fatalf("pending[1] = %+v", pending[1])
+	}
+	if err := s.SettleFinding(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveFinding(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	pending, err = s.PendingFindings(ctx)
-	if err != nil || len(pending) != 1 || pending[0].ID != other {
-		t.Fatalf("after posting: %+v %v", pending, err)
+	if err != nil || len(pending) != 1 || pending[0].ID != other.ID {
+		t.Fatalf("after settling: %+v %v", pending, err)
 	}
-	posts, err := s.Posts(ctx, id)
-	if err != nil || len(posts) != 1 || posts[0].Issue != 7 || posts[0].Repo != "pgbisect/results" {
-		t.Fatalf("posts %+v %v", posts, err)
+	got, err := s.Finding(ctx, f.ID)
+	if err != nil || !got.Settled || len(got.Posts) != 1 {
+		t.Fatalf("Finding: %+v %v", got, err)
 	}
-	if err := s.MarkPosted(ctx, 999999, Post{Repo: "o/r", Issue: 1}); err == nil {
-		t.Fatal("marking a finding that does not exist succeeded")
+	if _, err := s.Finding(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing finding: %v", err)
+	}
+	if err := s.SettleFinding(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("settling a missing finding: %v", err)
+	}
+	// Last: a failed statement aborts the test's transaction.
+	if err := s.MarkPosted(ctx, "nope", Post{Repo: "o/r", Issue: 1}); err == nil {
+		t.Fatal("a post of a finding that does not exist was recorded")
 	}
 }
 

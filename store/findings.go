@@ -5,85 +5,118 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
-// Finding is something the bot found: a culprit commit with its effect, an
-// improvement, or a build failure of the branch.
+// Finding is something the bot found (a culprit, an improvement, a build
+// failure), as the results store keeps it: the whole finding as package
+// notify writes it in Report, and a summary in columns for queries.
 type Finding struct {
-	ID int64
-	// Key identifies the finding so that saving it again keeps one row.
-	// Empty means Kind|Culprit|Scenario|Point|Metric.
-	Key string
-	// Kind is "regression" (the default), "improvement" or "build-failure".
+	// ID is the finding's name (notify.NewID), e.g.
+	// "20260130T021500Z-copy-single-9f8377f7a2".
+	ID string
+	// Kind is notify's kind: "regression", "improvement", "build-failure"...
 	Kind        string
+	Branch      string
 	BisectionID string
-	// Culprit is the full hash of the culprit commit (or "A..B" for a
-	// range bordered by skipped commits).
-	Culprit  string
+	// Culprits are the full hashes of the blamed commits, largest effect
+	// first.
+	Culprits []string
 	Scenario string
 	Point    string
 	Metric   string
-	// Effect is the relative change (0.104 for +10.4%), CILow and CIHigh
-	// its confidence interval, P the p-value and N the samples per side.
-	Effect, CILow, CIHigh, P float64
-	N                        int
-	// Title is the issue title the report is posted under.
-	Title string
-	// Report is the rendered report as package notify defines it (opaque).
+	// Ratio is median(bad)/median(good) of the first culprit (1.104 =
+	// +10.4%), RatioLow and RatioHigh its confidence interval, P the
+	// p-value and N the samples per side.
+	Ratio, RatioLow, RatioHigh, P float64
+	N                             int
+	// Report is the finding as notify.Marshal writes it (opaque here).
 	Report json.RawMessage
-	Time   time.Time
+	// Time is when the finding was made; zero means now.
+	Time time.Time
+	// Settled is set once every target has been posted (SettleFinding);
+	// read-only for SaveFinding.
+	Settled bool
+	// Posts are the posts made for the finding, oldest first; filled by
+	// reads, ignored by SaveFinding.
+	Posts []Post
 }
 
-func (f *Finding) key() string {
-	if f.Key != "" {
-		return f.Key
-	}
-	return strings.Join([]string{f.Kind, f.Culprit, f.Scenario, f.Point, f.Metric}, "|")
+// Post records one post made (or deliberately skipped) for one target of a
+// finding: one issue per culprit, so a finding can have several.
+type Post struct {
+	// Target is the key of the target posted for (notify.Target.Key).
+	Target string
+	// Action is "created", "commented" or "skipped".
+	Action string
+	// Repo is owner/name.
+	Repo      string
+	Issue     int
+	CommentID int64
+	URL       string
+	// Note says why a post was skipped, or that it was found on GitHub.
+	Note string
+	// Time is when it was posted; zero means now.
+	Time time.Time
 }
 
-// SaveFinding stores f, or updates the finding with the same key, and
-// returns its id. A finding stays pending until MarkPosted records a post.
-func (s *Store) SaveFinding(ctx context.Context, f Finding) (int64, error) {
-	if f.Title == "" {
-		return 0, errors.New("saving finding: a title is required")
+// SaveFinding stores f, replacing an earlier finding with the same ID; the
+// posts already recorded for it are kept. A saved finding is pending until
+// SettleFinding.
+func (s *Store) SaveFinding(ctx context.Context, f Finding) error {
+	if f.ID == "" || f.Kind == "" {
+		return errors.New("saving finding: id and kind are required")
 	}
-	if f.Kind == "" {
-		f.Kind = "regression"
+	if len(f.Report) > 0 && !json.Valid(f.Report) {
+		return fmt.Errorf("saving finding %s: report is not valid JSON", f.ID)
 	}
-	var id int64
-	err := s.db.QueryRow(ctx, `
-		INSERT INTO findings (key, kind, bisection_id, culprit, scenario, point, metric, effect, ci_low, ci_high, p, n,
-			title, report, created_at)
-		VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (key) DO UPDATE SET kind = EXCLUDED.kind, bisection_id = EXCLUDED.bisection_id,
-			culprit = EXCLUDED.culprit, scenario = EXCLUDED.scenario, point = EXCLUDED.point, metric = EXCLUDED.metric,
-			effect = EXCLUDED.effect, ci_low = EXCLUDED.ci_low, ci_high = EXCLUDED.ci_high, p = EXCLUDED.p, n = EXCLUDED.n,
-			title = EXCLUDED.title, report = EXCLUDED.report
-		RETURNING id`,
-		f.key(), f.Kind, f.BisectionID, f.Culprit, f.Scenario, f.Point, f.Metric, f.Effect, f.CILow, f.CIHigh, f.P, f.N,
-		f.Title, jsonOr(f.Report, "{}"), timeOr(f.Time)).Scan(&id)
+	culprits := f.Culprits
+	if culprits == nil {
+		culprits = []string{}
+	}
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO findings (id, kind, branch, bisection_id, culprits, scenario, point, metric,
+			ratio, ratio_low, ratio_high, p, n, report, created_at)
+		VALUES ($1, $2, $3, nullif($4, ''), $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, branch = EXCLUDED.branch,
+			bisection_id = EXCLUDED.bisection_id, culprits = EXCLUDED.culprits, scenario = EXCLUDED.scenario,
+			point = EXCLUDED.point, metric = EXCLUDED.metric, ratio = EXCLUDED.ratio, ratio_low = EXCLUDED.ratio_low,
+			ratio_high = EXCLUDED.ratio_high, p = EXCLUDED.p, n = EXCLUDED.n, report = EXCLUDED.report`,
+		f.ID, f.Kind, f.Branch, f.BisectionID, culprits, f.Scenario, f.Point, f.Metric,
+		f.Ratio, f.RatioLow, f.RatioHigh, f.P, f.N, jsonOr(f.Report, "{}"), timeOr(f.Time))
 	if err != nil {
-		return 0, fmt.Errorf("saving finding %q: %w", f.Title, err)
+		return fmt.Errorf("saving finding %s: %w", f.ID, err)
 	}
-	return id, nil
+	return nil
 }
 
-const findingColumns = `id, key, kind, coalesce(bisection_id, ''), culprit, scenario, point, metric,
-	effect, ci_low, ci_high, p, n, title, report, created_at`
+const findingColumns = `id, kind, branch, coalesce(bisection_id, ''), culprits, scenario, point, metric,
+	ratio, ratio_low, ratio_high, p, n, report, created_at, settled_at IS NOT NULL`
 
-// PendingFindings returns the findings not posted yet, oldest first: the
-// outbox the notify step drains, so a finding that could not be posted
-// (GitHub down, no token) is posted on a later run.
+// Finding returns finding id with its posts, or an error wrapping
+// ErrNotFound.
+func (s *Store) Finding(ctx context.Context, id string) (Finding, error) {
+	fs, err := s.findings(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = $1", id)
+	if err != nil {
+		return Finding{}, err
+	}
+	if len(fs) == 0 {
+		return Finding{}, fmt.Errorf("finding %s: %w", id, ErrNotFound)
+	}
+	return fs[0], nil
+}
+
+// PendingFindings returns the findings not settled yet, oldest first, each
+// with the posts already made: the outbox the posting step drains, so a
+// finding that could not be posted (GitHub down, no token) is posted on a
+// later run and a half-posted one is finished without duplicates.
 func (s *Store) PendingFindings(ctx context.Context) ([]Finding, error) {
-	return s.findings(ctx, `SELECT `+findingColumns+` FROM findings f
-		WHERE NOT EXISTS (SELECT FROM posts p WHERE p.finding_id = f.id) ORDER BY created_at, id`)
+	return s.findings(ctx, "SELECT "+findingColumns+" FROM findings WHERE settled_at IS NULL ORDER BY created_at, id")
 }
 
-// Findings returns every finding, newest first.
+// Findings returns every finding with its posts, newest first.
 func (s *Store) Findings(ctx context.Context) ([]Finding, error) {
-	return s.findings(ctx, `SELECT `+findingColumns+` FROM findings ORDER BY created_at DESC, id DESC`)
+	return s.findings(ctx, "SELECT "+findingColumns+" FROM findings ORDER BY created_at DESC, id DESC")
 }
 
 func (s *Store) findings(ctx context.Context, sql string, args ...any) ([]Finding, error) {
@@ -91,64 +124,97 @@ func (s *Store) findings(ctx context.Context, sql string, args ...any) ([]Findin
 	if err != nil {
 		return nil, fmt.Errorf("reading findings: %w", err)
 	}
-	defer rows.Close()
 	var out []Finding
 	for rows.Next() {
 		var f Finding
-		if err := rows.Scan(&f.ID, &f.Key, &f.Kind, &f.BisectionID, &f.Culprit, &f.Scenario, &f.Point, &f.Metric,
-			&f.Effect, &f.CILow, &f.CIHigh, &f.P, &f.N, &f.Title, &f.Report, &f.Time); err != nil {
+		if err := rows.Scan(&f.ID, &f.Kind, &f.Branch, &f.BisectionID, &f.Culprits, &f.Scenario, &f.Point, &f.Metric,
+			&f.Ratio, &f.RatioLow, &f.RatioHigh, &f.P, &f.N, &f.Report, &f.Time, &f.Settled); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("reading findings: %w", err)
 		}
 		out = append(out, f)
 	}
-	return out, rows.Err()
-}
-
-// Post records where a finding was posted.
-type Post struct {
-	ID        int64
-	FindingID int64
-	// Repo is owner/name.
-	Repo  string
-	Issue int
-	// CommentID is the comment's id when the finding was added to an
-	// existing issue; 0 when it opened the issue.
-	CommentID int64
-	URL       string
-	Time      time.Time
-}
-
-// MarkPosted records that finding id was posted as p; the finding is no
-// longer pending.
-func (s *Store) MarkPosted(ctx context.Context, id int64, p Post) error {
-	if p.Repo == "" || p.Issue <= 0 {
-		return fmt.Errorf("marking finding %d posted: repo and issue number are required", id)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading findings: %w", err)
 	}
-	_, err := s.db.Exec(ctx, `
-		INSERT INTO posts (finding_id, repo, issue_number, comment_id, url, posted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		id, p.Repo, p.Issue, p.CommentID, p.URL, timeOr(p.Time))
+	// One query for the posts of all of them.
+	idx := make(map[string]int, len(out))
+	ids := make([]string, len(out))
+	for i, f := range out {
+		idx[f.ID], ids[i] = i, f.ID
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	prows, err := s.db.Query(ctx, `
+		SELECT finding_id, target, action, repo, issue_number, comment_id, url, note, posted_at FROM posts
+		WHERE finding_id = ANY($1) ORDER BY posted_at, id`, ids)
 	if err != nil {
-		return fmt.Errorf("marking finding %d posted: %w", id, err)
+		return nil, fmt.Errorf("reading posts: %w", err)
+	}
+	defer prows.Close()
+	for prows.Next() {
+		var id string
+		var p Post
+		if err := prows.Scan(&id, &p.Target, &p.Action, &p.Repo, &p.Issue, &p.CommentID, &p.URL, &p.Note, &p.Time); err != nil {
+			return nil, fmt.Errorf("reading posts: %w", err)
+		}
+		out[idx[id]].Posts = append(out[idx[id]].Posts, p)
+	}
+	return out, prows.Err()
+}
+
+// MarkPosted records one post made for finding id. It is durable when it
+// returns (one committed statement), which is what lets the poster look a
+// post up on GitHub only when its recording was interrupted.
+func (s *Store) MarkPosted(ctx context.Context, id string, p Post) error {
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO posts (finding_id, target, action, repo, issue_number, comment_id, url, note, posted_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		id, p.Target, p.Action, p.Repo, p.Issue, p.CommentID, p.URL, p.Note, timeOr(p.Time))
+	if err != nil {
+		return fmt.Errorf("recording a post of finding %s: %w", id, err)
 	}
 	return nil
 }
 
-// Posts returns the posts of finding id, oldest first.
-func (s *Store) Posts(ctx context.Context, id int64) ([]Post, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, finding_id, repo, issue_number, comment_id, url, posted_at FROM posts
-		WHERE finding_id = $1 ORDER BY posted_at, id`, id)
+// SettleFinding marks finding id as fully posted: PendingFindings no longer
+// returns it. Saving it again does not unsettle it.
+func (s *Store) SettleFinding(ctx context.Context, id string) error {
+	tag, err := s.db.Exec(ctx, "UPDATE findings SET settled_at = coalesce(settled_at, now()) WHERE id = $1", id)
 	if err != nil {
-		return nil, fmt.Errorf("reading posts of finding %d: %w", id, err)
+		return fmt.Errorf("settling finding %s: %w", id, err)
 	}
-	defer rows.Close()
-	var out []Post
-	for rows.Next() {
-		var p Post
-		if err := rows.Scan(&p.ID, &p.FindingID, &p.Repo, &p.Issue, &p.CommentID, &p.URL, &p.Time); err != nil {
-			return nil, fmt.Errorf("reading posts of finding %d: %w", id, err)
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("settling finding %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Lock takes a session-level advisory lock named name on a connection of
+// its own, waiting for it until ctx is done, and returns the function that
+// releases it. Processes sharing the store (on one machine or several) use
+// it so that, for example, two posters never post the same finding at once.
+func (s *Store) Lock(ctx context.Context, name string) (unlock func(), err error) {
+	if s.pool == nil {
+		return nil, errors.New("locking: a store bound to a transaction has no connections of its own")
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", name, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", "pgbisect:"+name); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("locking %s: %w", name, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", "pgbisect:"+name); err != nil {
+			// Closing the connection ends the session and its locks.
+			_ = conn.Conn().Close(ctx)
 		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		conn.Release()
+	}, nil
 }

@@ -67,9 +67,9 @@ CREATE TABLE comparisons (
 	base_key     text NOT NULL,
 	head_key     text NOT NULL,
 	verdict      text NOT NULL CHECK (verdict <> ''),
-	effect       double precision,
-	ci_low       double precision,
-	ci_high      double precision,
+	ratio        double precision,
+	ratio_low    double precision,
+	ratio_high   double precision,
 	p            double precision,
 	n_base       integer NOT NULL DEFAULT 0,
 	n_head       integer NOT NULL DEFAULT 0,
@@ -89,36 +89,41 @@ CREATE TABLE bisections (
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
--- What the bot found. key is chosen by the caller (for example culprit,
--- scenario, point and metric) so that saving the same finding twice keeps
--- one row.
+-- What the bot found. id is the finding's own name (notify.NewID) and
+-- report the whole finding as package notify writes it; the other columns
+-- are a summary for queries. A finding is pending until it is settled.
 CREATE TABLE findings (
-	id           bigserial PRIMARY KEY,
-	key          text NOT NULL UNIQUE,
-	kind         text NOT NULL DEFAULT 'regression',
+	id           text PRIMARY KEY,
+	kind         text NOT NULL CHECK (kind <> ''),
+	branch       text NOT NULL DEFAULT '',
 	bisection_id text,
-	culprit      text NOT NULL DEFAULT '',
+	culprits     text[] NOT NULL DEFAULT '{}',
 	scenario     text NOT NULL DEFAULT '',
 	point        text NOT NULL DEFAULT '',
 	metric       text NOT NULL DEFAULT '',
-	effect       double precision,
-	ci_low       double precision,
-	ci_high      double precision,
+	ratio        double precision,
+	ratio_low    double precision,
+	ratio_high   double precision,
 	p            double precision,
 	n            integer NOT NULL DEFAULT 0,
-	title        text NOT NULL,
 	report       jsonb NOT NULL DEFAULT '{}',
-	created_at   timestamptz NOT NULL DEFAULT now()
+	created_at   timestamptz NOT NULL DEFAULT now(),
+	settled_at   timestamptz
 );
+CREATE INDEX findings_pending ON findings (created_at) WHERE settled_at IS NULL;
 
--- Where and when a finding was posted. A finding without a post is pending.
+-- Where and when a finding was posted: one row per target (an issue per
+-- culprit), including targets deliberately skipped.
 CREATE TABLE posts (
 	id           bigserial PRIMARY KEY,
-	finding_id   bigint NOT NULL REFERENCES findings (id) ON DELETE CASCADE,
-	repo         text NOT NULL,
-	issue_number integer NOT NULL,
+	finding_id   text NOT NULL REFERENCES findings (id) ON DELETE CASCADE,
+	target       text NOT NULL DEFAULT '',
+	action       text NOT NULL DEFAULT '',
+	repo         text NOT NULL DEFAULT '',
+	issue_number integer NOT NULL DEFAULT 0,
 	comment_id   bigint NOT NULL DEFAULT 0,
 	url          text NOT NULL DEFAULT '',
+	note         text NOT NULL DEFAULT '',
 	posted_at    timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX posts_finding ON posts (finding_id);
