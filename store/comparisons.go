@@ -22,7 +22,7 @@ type Comparison struct {
 	// Ratio is median(head)/median(base) (1.104 = +10.4%); RatioLow and
 	// RatioHigh are its confidence interval; P is the test's p-value.
 	Ratio, RatioLow, RatioHigh, P float64
-	NBase, NHead             int
+	NBase, NHead                  int
 	// Detail is the full result as the stats package renders it (opaque).
 	Detail      json.RawMessage
 	BisectionID string
