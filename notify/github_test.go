@@ -1,0 +1,364 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	listIssues  = "GET " + basePath
+	createIssue = "POST " + basePath
+	title9f     = "[master] 9f8377f7a2: copy-single elapsed +10.1% regression"
+	titleFaff   = "[master] faff8f8e47: copy-single elapsed +7.5% regression"
+)
+
+func outboxWith(t *testing.T, fs ...*Finding) *Dir {
+	t.Helper()
+	d := FindingsDir(t.TempDir())
+	for _, f := range fs {
+		if err := d.Add(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func deliver(t *testing.T, p *Poster, out Outbox) Delivery {
+	t.Helper()
+	d, err := p.Deliver(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func pending(t *testing.T, out Outbox) []string {
+	t.Helper()
+	ps, err := out.Pending(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.Finding.ID)
+	}
+	return ids
+}
+
+// TestPostCreatesIssues posts a two-culprit regression to a repository with
+// no open issue: one issue per culprit, both recorded, and a second run
+// posts nothing.
+func TestPostCreatesIssues(t *testing.T) {
+	g := newFakeGitHub(t)
+	var logs bytes.Buffer
+	p, sleeps := g.poster(t)
+	p.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	f := twoCulprits()
+	f.Plots = []string{"bisection.png", "bisection.svg"} // as WriteReport leaves them
+	out := outboxWith(t, f)
+
+	d := deliver(t, p, out)
+	if len(d.Failed) > 0 {
+		t.Fatalf("failed: %v", d.Failed)
+	}
+	want := []string{listIssues, createIssue, listIssues, createIssue}
+	if got := g.takeCalls(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+	if len(*sleeps) != 0 {
+		t.Errorf("slept %v without any failure", *sleeps)
+	}
+	if len(g.issues) != 2 || g.issue(1).Title != title9f || g.issue(2).Title != titleFaff {
+		t.Fatalf("issues = %+v", g.issues)
+	}
+	body := g.issue(1).Body
+	for _, want := range []string{
+		"<!-- pgbisect finding=20260130T020000Z-copy-single-c24e9ef330 key=[master] 9f8377f7a2: -->",
+		"**Regression:** 2 commits regressed copy-single",
+		"![bisection](https://pgbisect.example.org/reports/20260130T020000Z-copy-single-c24e9ef330/bisection.png)",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("issue body lacks %q", want)
+		}
+	}
+	if got := d.Posts; len(got) != 2 || got[0].Action != ActionCreated || got[0].Issue != 1 || got[1].Issue != 2 ||
+		got[0].URL != "https://github.example/pg/bot/issues/1" || got[0].Repo != "pg/bot" {
+		t.Errorf("posts = %+v", got)
+	}
+	if ids := pending(t, out); len(ids) != 0 {
+		t.Errorf("still pending: %v", ids)
+	}
+
+	deliver(t, p, out)
+	if calls := g.takeCalls(); len(calls) != 0 {
+		t.Errorf("a second run made requests: %q", calls)
+	}
+
+	// The token never appears in what is logged, recorded or posted.
+	recorded, _ := os.ReadFile(filepath.Join(out.Path, f.ID+".posts.json"))
+	for what, s := range map[string]string{"log": logs.String(), "outbox": string(recorded), "bodies": strings.Join(g.bodySeen, "\n")} {
+		if strings.Contains(s, testToken) {
+			t.Errorf("the token appears in the %s", what)
+		}
+	}
+}
+
+// TestPostCommentsOnExistingIssue checks a culprit with an open issue gets
+// a comment, that closed issues, pull requests and look-alike titles are not
+// taken for it, and that an improvement about that culprit is a comment too.
+func TestPostCommentsOnExistingIssue(t *testing.T) {
+	g := newFakeGitHub(t)
+	p, _ := g.poster(t)
+	g.addIssue(title9f, "opened by hand", []string{"pgbisect"}, "open", false)                                            // #1: the one
+	g.addIssue("[master] faff8f8e47: copy-single elapsed +7.5% regression", "old", []string{"pgbisect"}, "closed", false) // #2: closed
+	g.addIssue("[master] faff8f8e47: a pull request", "", []string{"pgbisect"}, "open", true)                             // #3: a PR
+	g.addIssue("[master] faff8f8e47x: look-alike", "", []string{"pgbisect"}, "open", false)                               // #4
+	g.addIssue("[master] faff8f8e47: no bot label", "", []string{"performance"}, "open", false)                           // #5
+
+	out := outboxWith(t, twoCulprits())
+	if d := deliver(t, p, out); len(d.Failed) > 0 {
+		t.Fatal(d.Failed)
+	}
+	want := []string{listIssues, "GET " + basePath + "/1/comments", "POST " + basePath + "/1/comments", listIssues, createIssue}
+	if got := g.takeCalls(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+	if c := g.issue(1).Comments; len(c) != 1 || !strings.Contains(c[0].Body, "Add a DEFAULT option to COPY FROM") {
+		t.Errorf("comments on #1 = %+v", c)
+	}
+	if len(g.issues) != 6 || g.issue(6).Title != titleFaff {
+		t.Errorf("want a new issue #6 for faff8f8e47, have %d issues", len(g.issues))
+	}
+
+	// The fix: an improvement following up 9f8377f7a2 comments on #1; an
+	// improvement with no issue to follow up is recorded as skipped.
+	orphan := improvement()
+	orphan.ID, orphan.FollowUp = "20260204T020000Z-copy-single-orphan", nil
+	out2 := outboxWith(t, improvement(), orphan, noRegression())
+	d := deliver(t, p, out2)
+	if len(d.Failed) > 0 {
+		t.Fatal(d.Failed)
+	}
+	if c := g.issue(1).Comments; len(c) != 2 || !strings.Contains(c[1].Body, "**Improvement:**") {
+		t.Errorf("the improvement did not comment on #1: %+v", c)
+	}
+	if len(d.Posts) != 2 || d.Posts[0].Action != ActionCommented || d.Posts[1].Action != ActionSkipped {
+		t.Errorf("posts = %+v", d.Posts)
+	}
+	if len(g.issues) != 6 {
+		t.Errorf("an improvement opened an issue")
+	}
+	if ids := pending(t, out2); len(ids) != 0 {
+		t.Errorf("still pending: %v", ids)
+	}
+}
+
+// TestPostRetries plays transient failures on the create request and checks
+// the poster waits as GitHub says and posts exactly once.
+func TestPostRetries(t *testing.T) {
+	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC) // the fake clock's start
+	for _, tc := range []struct {
+		name   string
+		fails  []func(w http.ResponseWriter)
+		sleeps []time.Duration
+	}{
+		{"rate limit waits for the reset", []func(http.ResponseWriter){rateLimited(start.Add(42 * time.Second))}, []time.Duration{43 * time.Second}},
+		{"secondary rate limit waits Retry-After", []func(http.ResponseWriter){secondaryRateLimited(30)}, []time.Duration{30 * time.Second}},
+		{"500 backs off", []func(http.ResponseWriter){status(500, "Internal Server Error")}, []time.Duration{2 * time.Second}},
+		{"502 twice backs off twice", []func(http.ResponseWriter){status(502, "Bad Gateway"), status(502, "Bad Gateway")}, []time.Duration{2 * time.Second, 4 * time.Second}},
+		{"429 waits Retry-After", []func(http.ResponseWriter){func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7")
+			status(429, "Too Many Requests")(w)
+		}}, []time.Duration{7 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newFakeGitHub(t)
+			p, sleeps := g.poster(t)
+			for _, f := range tc.fails {
+				g.failNext("POST", "", f)
+			}
+			f := twoCulprits()
+			f.Culprits = f.Culprits[:1]
+			out := outboxWith(t, f)
+			if d := deliver(t, p, out); len(d.Failed) > 0 {
+				t.Fatal(d.Failed)
+			}
+			if !slices.Equal(*sleeps, tc.sleeps) {
+				t.Errorf("slept %v, want %v", *sleeps, tc.sleeps)
+			}
+			posts := 0
+			for _, c := range g.takeCalls() {
+				if c == createIssue {
+					posts++
+				}
+			}
+			if posts != len(tc.fails)+1 || len(g.issues) != 1 {
+				t.Errorf("%d create requests and %d issues, want %d and 1", posts, len(g.issues), len(tc.fails)+1)
+			}
+			if ids := pending(t, out); len(ids) != 0 {
+				t.Errorf("still pending: %v", ids)
+			}
+		})
+	}
+}
+
+// TestPostPermanentFailureStaysPending checks that a failure retrying cannot
+// fix (422, a 403 that is not a rate limit, a rate limit resetting too far
+// ahead) is not retried, leaves the finding pending, and that a later run
+// posts it exactly once.
+func TestPostPermanentFailureStaysPending(t *testing.T) {
+	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		fail    func(http.ResponseWriter)
+		wantErr string
+	}{
+		{"422", unprocessable, "422 Validation Failed"},
+		{"403", status(403, "Resource not accessible by integration"), "403 Resource not accessible"},
+		{"rate limit for hours", rateLimited(start.Add(2 * time.Hour)), "more than the 15m0s allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newFakeGitHub(t)
+			p, sleeps := g.poster(t)
+			g.failNext("POST", "", tc.fail)
+			f := twoCulprits()
+			f.Culprits = f.Culprits[:1]
+			out := outboxWith(t, f)
+
+			d := deliver(t, p, out)
+			if len(d.Failed) != 1 || !strings.Contains(d.Failed[0].Error(), tc.wantErr) || !strings.Contains(d.Failed[0].Error(), "stays pending") {
+				t.Fatalf("failed = %v, want one error with %q", d.Failed, tc.wantErr)
+			}
+			if len(*sleeps) != 0 {
+				t.Errorf("slept %v on a failure that waiting does not fix", *sleeps)
+			}
+			if got := g.takeCalls(); !slices.Equal(got, []string{listIssues, createIssue}) {
+				t.Errorf("calls = %q: a permanent failure was retried", got)
+			}
+			if ids := pending(t, out); !slices.Equal(ids, []string{f.ID}) {
+				t.Fatalf("pending = %v, want the finding", ids)
+			}
+
+			// Later, GitHub accepts it: posted once, then never again.
+			deliver(t, p, out)
+			deliver(t, p, out)
+			if len(g.issues) != 1 {
+				t.Errorf("%d issues, want 1", len(g.issues))
+			}
+			if ids := pending(t, out); len(ids) != 0 {
+				t.Errorf("still pending: %v", ids)
+			}
+		})
+	}
+}
+
+// failingOutbox fails to record the first post, as a crash between posting
+// and recording would.
+type failingOutbox struct {
+	*Dir
+	failed bool
+}
+
+func (o *failingOutbox) MarkPosted(ctx context.Context, id string, p Post) error {
+	if !o.failed {
+		o.failed = true
+		return errors.New("disk full")
+	}
+	return o.Dir.MarkPosted(ctx, id, p)
+}
+
+// TestPostNotRecordedIsNotRepeated checks that a post GitHub accepted but
+// that was not recorded is found by its marker on the next run and recorded,
+// not posted again — for a new issue and for a comment.
+func TestPostNotRecordedIsNotRepeated(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		name := "create"
+		if existing {
+			name = "comment"
+		}
+		t.Run(name, func(t *testing.T) {
+			g := newFakeGitHub(t)
+			p, _ := g.poster(t)
+			if existing {
+				g.addIssue(title9f, "by hand", []string{"pgbisect"}, "open", false)
+			}
+			f := twoCulprits()
+			f.Culprits = f.Culprits[:1]
+			out := &failingOutbox{Dir: outboxWith(t, f)}
+			if d := deliver(t, p, out); len(d.Failed) != 1 || !strings.Contains(d.Failed[0].Error(), "disk full") {
+				t.Fatalf("failed = %v", d.Failed)
+			}
+			g.takeCalls()
+			d := deliver(t, p, out)
+			if len(d.Failed) > 0 {
+				t.Fatal(d.Failed)
+			}
+			for _, c := range g.takeCalls() {
+				if strings.HasPrefix(c, "POST") {
+					t.Errorf("posted again: %s", c)
+				}
+			}
+			if len(g.issues) != 1 || len(g.issue(1).Comments) != map[bool]int{false: 0, true: 1}[existing] {
+				t.Errorf("issues = %d, comments on #1 = %d", len(g.issues), len(g.issue(1).Comments))
+			}
+			if len(d.Posts) != 1 || !strings.Contains(d.Posts[0].Note, "found on GitHub") {
+				t.Errorf("posts = %+v", d.Posts)
+			}
+			if ids := pending(t, out); len(ids) != 0 {
+				t.Errorf("still pending: %v", ids)
+			}
+		})
+	}
+}
+
+// TestPlan checks the dry run looks at the open issues, posts nothing, and
+// shows the very body Deliver would post.
+func TestPlan(t *testing.T) {
+	g := newFakeGitHub(t)
+	p, _ := g.poster(t)
+	g.addIssue(title9f, "by hand", []string{"pgbisect"}, "open", false)
+	f := twoCulprits()
+	plan, err := p.Plan(context.Background(), f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 2 || plan[0].Action != "comment" || plan[0].Issue != 1 || plan[1].Action != "create" ||
+		plan[1].Target.Title != titleFaff || !slices.Equal(plan[1].Labels, g.labels) {
+		t.Fatalf("plan = %+v", plan)
+	}
+	for _, c := range g.takeCalls() {
+		if !strings.HasPrefix(c, "GET") {
+			t.Errorf("the dry run made a request that changes something: %s", c)
+		}
+	}
+	deliver(t, p, outboxWith(t, f))
+	if got := g.issue(2).Body; got != plan[1].Body {
+		t.Errorf("posted body differs from the planned one")
+	}
+
+	// Without a token: no requests at all, and posting says what is missing.
+	g.takeCalls()
+	p2, err := NewPoster(GitHubOptions{Repo: "pg/bot", APIURL: g.srv.URL + "/api/v3/", Labels: g.labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err = p2.Plan(context.Background(), f, nil)
+	if err != nil || len(plan) != 2 || plan[0].Action != "create or comment" {
+		t.Fatalf("plan without token = %+v, %v", plan, err)
+	}
+	if c := g.takeCalls(); len(c) != 0 {
+		t.Errorf("a plan without a token made requests: %q", c)
+	}
+	if _, err := p2.PostFinding(context.Background(), f, nil, func(Post) error { return nil }); err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
+		t.Errorf("posting without a token: %v", err)
+	}
+}
