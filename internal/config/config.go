@@ -111,6 +111,10 @@ type GitHub struct {
 	// Labels are put on every issue; the first is the bot's label used to
 	// find its own issues. Default: [pgbisect, performance-regression].
 	Labels []string `yaml:"labels"`
+	// ReportURL is where the state directory's reports/ directory is
+	// served over HTTP, so issue bodies can show the plots. Default: empty
+	// (issue bodies name the plot files instead of showing them).
+	ReportURL string `yaml:"report_url"`
 }
 
 // Nightly configures the nightly pass and the daemon.
@@ -220,7 +224,7 @@ func Load(data []byte, name string) (*Config, error) {
 var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db", "build", "bench", "stats", "github", "nightly",
 	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
 	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
-	"api_url", "labels", "schedule", "time_zone", "scenarios"}
+	"api_url", "labels", "report_url", "schedule", "time_zone", "scenarios"}
 
 func (c *Config) validate() error {
 	if c.Build.Jobs < 0 {
