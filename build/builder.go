@@ -2,7 +2,6 @@ package build
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -30,8 +29,9 @@ type Builder struct {
 	// returning the recorded failure.
 	Retry bool
 
-	mu   sync.Mutex
-	memo map[string]string // commit -> source commit of its key
+	mu      sync.Mutex
+	memo    map[string]string // commit -> source commit of its key
+	toolsOK bool
 }
 
 // NewBuilder returns a builder. progress receives human-readable progress
@@ -73,20 +73,14 @@ type Install struct {
 // BinDir is the directory of postgres, initdb, pg_ctl, psql and pgbench.
 func (i *Install) BinDir() string { return filepath.Join(i.Prefix, "bin") }
 
-var errNotYet = errors.New("not implemented yet")
-
-// Build returns the install of a commit, building it if it is not cached.
-func (b *Builder) Build(ctx context.Context, hash string) (*Install, error) { return nil, errNotYet }
-
-// Lookup returns the cached install of a commit, if there is one.
-func (b *Builder) Lookup(hash string) (*Install, bool, error) { return nil, false, errNotYet }
-
-// List returns every cached install, newest first.
-func (b *Builder) List() ([]Install, error) { return nil, errNotYet }
-
-// Prune removes installs older than maxAge (0: no age limit), then the
-// oldest ones until the cache holds at most maxBytes (0: no size limit),
-// and returns what it removed.
-func (b *Builder) Prune(maxAge time.Duration, maxBytes int64) ([]Install, error) {
-	return nil, errNotYet
+func (b *Builder) buildsDir() string { return filepath.Join(b.stateDir, "builds") }
+func (b *Builder) locksDir() string  { return filepath.Join(b.stateDir, "builds", ".locks") }
+func (b *Builder) failedDir() string { return filepath.Join(b.stateDir, "builds", ".failed") }
+func (b *Builder) tmpDir() string    { return filepath.Join(b.stateDir, "builds", ".tmp") }
+func (b *Builder) logsDir() string   { return filepath.Join(b.stateDir, "logs") }
+func (b *Builder) prefix(id string) string {
+	return filepath.Join(b.buildsDir(), id)
+}
+func (b *Builder) worktree() *worktree {
+	return &worktree{dir: filepath.Join(b.stateDir, "worktrees", b.opts.Hash())}
 }

@@ -1,0 +1,397 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/gofrs/flock"
+)
+
+// installPrefix is the --prefix every build is configured with. Installs go
+// to DESTDIR=<tmp>, so they land in <tmp>/pgbisect and are renamed into the
+// cache in one step. PostgreSQL finds share/ and lib/ relative to bin/, and
+// the binaries' rpath is $ORIGIN-relative, so an install works wherever it
+// is moved.
+const installPrefix = "/pgbisect"
+
+// rpathdir makes binaries find libpq beside them (bin/../lib) and shared
+// libraries find it in their own directory; "$$" is make's escape for "$".
+const rpathdir = "rpathdir=$$ORIGIN/../lib:$$ORIGIN/.."
+
+// lockPoll is how often a waiting builder retries a held lock.
+const lockPoll = 250 * time.Millisecond
+
+// configureInputs are the paths whose content decides configure's output.
+// Their tree hashes, with the options, are compared with those configure
+// last ran with.
+var configureInputs = []string{
+	"configure", "configure.ac", "configure.in", "aclocal.m4", "config",
+	"GNUmakefile.in", "src/Makefile.global.in", "src/Makefile.shlib",
+	"src/include/pg_config.h.in", "src/include/pg_config_ext.h.in",
+	"src/interfaces/ecpg/include/ecpg_config.h.in", "src/template", "src/makefiles",
+	"meson.build", "meson_options.txt",
+}
+
+// Build returns the install of a commit (anything Resolve accepts), building
+// it when its key is not in the cache. A cache hit does no work and takes
+// no lock. A commit that failed to build before returns the recorded
+// *Error at once unless b.Retry is set. When ctx is cancelled the build
+// stops, its processes are killed and the cache is left as it was.
+func (b *Builder) Build(ctx context.Context, hash string) (*Install, error) {
+	key, err := b.Key(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	if inst, ok := b.readInstall(key.ID); ok {
+		b.log.Debug("build cache hit", slog.String("commit", Short(hash)), slog.String("key", key.ID))
+		return inst, nil
+	}
+	if !b.Retry {
+		if e, ok := b.readFailure(key.ID); ok {
+			return nil, e
+		}
+	}
+	if err := b.preflight(ctx); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{b.locksDir(), b.failedDir(), b.tmpDir(), b.logsDir(), filepath.Dir(b.worktree().dir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+	}
+	unlock, err := b.lock(ctx, filepath.Join(b.locksDir(), key.ID+".lock"), "build "+Short(key.Source))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another process may have built it while we waited.
+	if inst, ok := b.readInstall(key.ID); ok {
+		return inst, nil
+	}
+	if !b.Retry {
+		if e, ok := b.readFailure(key.ID); ok {
+			return nil, e
+		}
+	}
+	b.cleanStaleTmp()
+	unlockWT, err := b.lock(ctx, b.worktree().dir+".lock", "the worktree "+b.worktree().dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockWT()
+
+	inst, err := b.build(ctx, key)
+	var be *Error
+	if errors.As(err, &be) {
+		b.recordFailure(key.ID, be)
+	}
+	return inst, err
+}
+
+// preflight checks, once per builder, that the tools are there and that the
+// state directory will be reachable by an unprivileged server user.
+func (b *Builder) preflight(ctx context.Context) error {
+	b.mu.Lock()
+	ok := b.toolsOK
+	b.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := checkTools(ctx, b.opts); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(b.stateDir, 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if err := checkReachable(b.stateDir); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.toolsOK = true
+	b.mu.Unlock()
+	return nil
+}
+
+// lock takes an exclusive file lock, telling the user when it has to wait.
+func (b *Builder) lock(ctx context.Context, path, what string) (func(), error) {
+	l := flock.New(path)
+	ok, err := l.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", what, err)
+	}
+	if !ok {
+		fmt.Fprintf(b.progress, "waiting for another pgbisect process using %s\n", what)
+		if ok, err = l.TryLockContext(ctx, lockPoll); err != nil || !ok {
+			return nil, fmt.Errorf("waiting for the lock on %s: %w", what, err)
+		}
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// build does the work, holding the key and worktree locks.
+func (b *Builder) build(ctx context.Context, key Key) (*Install, error) {
+	commit, err := b.repo.Commit(key.Source)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(b.logsDir(), fmt.Sprintf("%s-%s-%s.log", commit.Short(), b.opts.Hash(), time.Now().UTC().Format("20060102T150405.000")))
+	s, err := newSession(commit.Hash, logPath, b.progress)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	start := time.Now()
+	b.log.Info("building", slog.String("commit", commit.Short()), slog.String("key", key.ID), slog.String("log", logPath))
+	fmt.Fprintf(s.log, "pgbisect build of %s %q\noptions: %s\nkey: %s\n", commit.Hash, commit.Subject, b.opts, key.ID)
+
+	wt := b.worktree()
+	fresh, err := b.compile(ctx, s, wt, commit.Hash)
+	var be *Error
+	if errors.As(err, &be) && !fresh {
+		// Incremental builds can fail for reasons of their own (stale
+		// generated files, dependency tracking gaps): only a clean build
+		// may call a commit broken.
+		s.note("incremental build failed in %s; retrying from a clean worktree", be.Phase)
+		b.log.Warn("incremental build failed, retrying clean", slog.String("commit", commit.Short()), slog.String("phase", be.Phase))
+		if err := wt.reset(); err != nil {
+			return nil, fmt.Errorf("cleaning worktree %s: %w", wt.dir, err)
+		}
+		_, err = b.compile(ctx, s, wt, commit.Hash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inst, err := b.install(ctx, s, wt, key, commit, start)
+	if err != nil {
+		return nil, err
+	}
+	st := wt.state()
+	st.Built = commit.Hash
+	_ = wt.saveState(st)
+	s.note("installed in %s (%s)", inst.Prefix, round(inst.Duration))
+	b.log.Info("built", slog.String("commit", commit.Short()), slog.String("prefix", inst.Prefix), slog.Duration("duration", inst.Duration))
+	return inst, nil
+}
+
+// compile checks out commit in the worktree, configures when needed and
+// compiles. fresh reports whether it started from an empty worktree (so a
+// failure cannot be blamed on leftovers).
+func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit string) (fresh bool, err error) {
+	s.setPhase("checkout")
+	st := wt.state()
+	if _, err := os.Stat(wt.manifestPath()); err != nil {
+		fresh = true
+		st = worktreeState{}
+	}
+	n, err := wt.checkout(ctx, b.repo, commit)
+	if err != nil {
+		return fresh, err
+	}
+	s.note("checkout wrote or removed %d files", n)
+	st.Commit = commit
+	if err := wt.saveState(st); err != nil {
+		return fresh, err
+	}
+	src := wt.src()
+	if b.opts.Meson {
+		return fresh, b.compileMeson(ctx, s, wt, commit)
+	}
+	if _, err := os.Stat(filepath.Join(src, "configure")); err != nil {
+		return fresh, &Error{Commit: commit, Phase: "configure", LogPath: s.logPath, Tail: "no configure script in this tree\n",
+			Err: errors.New("the tree has no configure script: build it with meson (build.meson: true)")}
+	}
+	cfg, err := b.configHash(commit)
+	if err != nil {
+		return fresh, err
+	}
+	if st.Configured != cfg || !exists(filepath.Join(src, "config.status")) || !exists(filepath.Join(src, "src", "Makefile.global")) {
+		s.setPhase("configure")
+		st.Configured = ""
+		if err := wt.saveState(st); err != nil {
+			return fresh, err
+		}
+		args := []string{"--prefix=" + installPrefix, "--enable-depend"}
+		args = append(args, b.opts.Configure...)
+		if b.opts.CFLAGS != "" {
+			args = append(args, "CFLAGS="+b.opts.CFLAGS)
+		}
+		if c := ccache(); c != "" {
+			args = append(args, "CC="+c+" gcc")
+		}
+		if err := s.run(ctx, "configure", src, b.env(), "./configure", args...); err != nil {
+			return fresh, err
+		}
+		st.Configured = cfg
+		if err := wt.saveState(st); err != nil {
+			return fresh, err
+		}
+	}
+	s.setPhase("make")
+	return fresh, s.run(ctx, "make", src, b.env(), "make", "-j", fmt.Sprint(b.opts.jobs()), rpathdir)
+}
+
+func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, commit string) error {
+	src := wt.src()
+	if !exists(filepath.Join(src, "meson.build")) {
+		return &Error{Commit: commit, Phase: "meson", LogPath: s.logPath, Tail: "no meson.build in this tree\n",
+			Err: errors.New("the tree has no meson.build (PostgreSQL before 16 builds only with configure): set build.meson to false")}
+	}
+	bdir := filepath.Join(wt.dir, "meson-build")
+	if !exists(filepath.Join(bdir, "build.ninja")) {
+		s.setPhase("meson setup")
+		args := []string{"setup", "--prefix=" + installPrefix, "-Drpath=false"}
+		for _, o := range b.opts.MesonOptions {
+			if !strings.HasPrefix(o, "-") {
+				o = "-D" + o
+			}
+			args = append(args, o)
+		}
+		if b.opts.CFLAGS != "" {
+			args = append(args, "-Dc_args="+b.opts.CFLAGS)
+		}
+		args = append(args, bdir, src)
+		env := append(b.env(), "LDFLAGS=-Wl,-rpath,$ORIGIN/../lib")
+		if c := ccache(); c != "" {
+			env = append(env, "CC="+c+" gcc")
+		}
+		if err := s.run(ctx, "meson", wt.dir, env, "meson", args...); err != nil {
+			os.RemoveAll(bdir)
+			return err
+		}
+	}
+	s.setPhase("ninja")
+	return s.run(ctx, "ninja", bdir, b.env(), "ninja", "-j", fmt.Sprint(b.opts.jobs()))
+}
+
+// env is the environment of build commands: ccache keeps its cache in the
+// state directory, so clean rebuilds and other worktrees reuse objects.
+func (b *Builder) env() []string {
+	return []string{"CCACHE_DIR=" + filepath.Join(b.stateDir, "ccache"), "LC_ALL=C"}
+}
+
+// configHash hashes the configure inputs of commit's tree and the options.
+func (b *Builder) configHash(commit string) (string, error) {
+	c, err := b.repo.repo.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		return "", err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "options %s ccache %q\n", b.opts.Hash(), ccache())
+	for _, p := range configureInputs {
+		e, err := tree.FindEntry(p)
+		if err != nil {
+			fmt.Fprintf(h, "%s -\n", p)
+			continue
+		}
+		fmt.Fprintf(h, "%s %s %s\n", p, e.Mode, e.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+// install installs the build into a temporary directory and renames it
+// into the cache, so the cache never holds a partial install.
+func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time) (*Install, error) {
+	s.setPhase("install")
+	tmp := filepath.Join(b.tmpDir(), key.ID)
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if b.opts.Meson {
+		err := s.run(ctx, "install", filepath.Join(wt.dir, "meson-build"), b.env(), "meson", "install", "--no-rebuild", "--quiet", "--destdir", tmp)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		err := s.run(ctx, "install", wt.src(), b.env(), "make", "-j", fmt.Sprint(b.opts.jobs()), "install", "DESTDIR="+tmp, rpathdir)
+		if err != nil {
+			return nil, err
+		}
+	}
+	root := filepath.Join(tmp, strings.TrimPrefix(installPrefix, "/"))
+	size, err := makeReadable(root)
+	if err != nil {
+		return nil, fmt.Errorf("install of %s: %w", commit.Short(), err)
+	}
+	inst := &Install{
+		Key: key.ID, Commit: commit.Hash, Subject: commit.Subject, Options: b.opts,
+		Prefix: b.prefix(key.ID), BuiltAt: time.Now().UTC(), Duration: time.Since(start), Size: size,
+	}
+	if err := writeInstall(root, inst); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(root, inst.Prefix); err != nil {
+		return nil, fmt.Errorf("moving the install of %s into the cache: %w", commit.Short(), err)
+	}
+	os.Remove(filepath.Join(b.failedDir(), key.ID+".json"))
+	return inst, nil
+}
+
+// makeReadable gives directories mode 0755 and files read (and, when
+// executable, execute) permission for everyone, so the unprivileged server
+// user can use the install. It returns the install's size in bytes.
+func makeReadable(root string) (int64, error) {
+	var size int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm()
+		want := mode | 0o444
+		if d.IsDir() {
+			want = 0o755
+		} else {
+			size += fi.Size()
+			if mode&0o100 != 0 {
+				want |= 0o111
+			}
+		}
+		if want != mode {
+			return os.Chmod(p, want)
+		}
+		return nil
+	})
+	return size, err
+}
+
+// cleanStaleTmp removes temporary install directories that no running
+// build owns (their key lock is free).
+func (b *Builder) cleanStaleTmp() {
+	entries, _ := os.ReadDir(b.tmpDir())
+	for _, e := range entries {
+		l := flock.New(filepath.Join(b.locksDir(), e.Name()+".lock"))
+		if ok, err := l.TryLock(); err == nil && ok {
+			os.RemoveAll(filepath.Join(b.tmpDir(), e.Name()))
+			_ = l.Unlock()
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

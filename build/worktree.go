@@ -1,0 +1,322 @@
+package build
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// worktree is the persistent build directory of one set of options:
+//
+//	dir/src          the checked-out source, built in place
+//	dir/manifest     "mode hash path" of every file written from git
+//	dir/pending      paths being rewritten; present only mid-checkout
+//	dir/state.json   what was configured and built there
+//
+// Files are written from git objects, never by a full checkout, so that a
+// switch between commits touches only the files that differ and make
+// rebuilds only what depends on them.
+type worktree struct {
+	dir string
+}
+
+func (w *worktree) src() string          { return filepath.Join(w.dir, "src") }
+func (w *worktree) manifestPath() string { return filepath.Join(w.dir, "manifest") }
+func (w *worktree) pendingPath() string  { return filepath.Join(w.dir, "pending") }
+func (w *worktree) statePath() string    { return filepath.Join(w.dir, "state.json") }
+
+// worktreeState records what the worktree holds.
+type worktreeState struct {
+	Commit     string // commit whose files are in src
+	Configured string // configure inputs+options hash configure last succeeded with; "" = not configured
+	Built      string // commit whose build last succeeded
+}
+
+func (w *worktree) state() worktreeState {
+	var s worktreeState
+	data, err := os.ReadFile(w.statePath())
+	if err == nil {
+		_ = json.Unmarshal(data, &s)
+	}
+	return s
+}
+
+func (w *worktree) saveState(s worktreeState) error {
+	data, _ := json.MarshalIndent(s, "", "  ")
+	return writeFileAtomic(w.statePath(), data, 0o644)
+}
+
+// reset removes everything so the next checkout starts afresh.
+func (w *worktree) reset() error {
+	for _, p := range []string{w.statePath(), w.manifestPath(), w.pendingPath()} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return os.RemoveAll(w.src())
+}
+
+type fileEntry struct {
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+// checkout makes src hold commit's files, writing only files that differ
+// from the manifest (and any a previous, interrupted checkout was
+// rewriting). It returns how many files it wrote or removed. A worktree
+// without a manifest is unknown and is recreated.
+func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int, error) {
+	c, err := repo.repo.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+	}
+	target, err := treeFiles(tree)
+	if err != nil {
+		return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+	}
+	old, err := readManifest(w.manifestPath())
+	if err != nil {
+		// Unknown contents: start over rather than guess.
+		if err := w.reset(); err != nil {
+			return 0, fmt.Errorf("recreating worktree %s: %w", w.dir, err)
+		}
+		old = map[string]fileEntry{}
+	}
+	if err := os.MkdirAll(w.src(), 0o755); err != nil {
+		return 0, err
+	}
+	force, _ := readLines(w.pendingPath())
+
+	var writes, deletes []string
+	for p, e := range target {
+		if o, ok := old[p]; !ok || o != e {
+			writes = append(writes, p)
+		}
+	}
+	for p := range old {
+		if _, ok := target[p]; !ok {
+			deletes = append(deletes, p)
+		}
+	}
+	for _, p := range force {
+		if _, ok := target[p]; ok {
+			writes = append(writes, p)
+		} else {
+			deletes = append(deletes, p)
+		}
+	}
+	writes, deletes = dedup(writes), dedup(deletes)
+	if len(writes)+len(deletes) == 0 {
+		return 0, nil
+	}
+	// Remember what is being rewritten, so an interruption is repaired by
+	// the next checkout (old manifest plus these paths) instead of leaving
+	// stale or half-written files.
+	if err := writeFileAtomic(w.pendingPath(), []byte(strings.Join(append(append([]string{}, writes...), deletes...), "\n")+"\n"), 0o644); err != nil {
+		return 0, err
+	}
+	for _, p := range deletes {
+		full := filepath.Join(w.src(), filepath.FromSlash(p))
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.RemoveAll(full); err != nil {
+				return 0, fmt.Errorf("checkout %s: removing %s: %w", Short(commit), p, err)
+			}
+		}
+		removeEmptyParents(w.src(), filepath.Dir(full))
+	}
+	for i, p := range writes {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+		if err := writeEntry(repo, w.src(), p, target[p]); err != nil {
+			return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+		}
+	}
+	if err := writeManifest(w.manifestPath(), target); err != nil {
+		return 0, err
+	}
+	if err := os.Remove(w.pendingPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	return len(writes) + len(deletes), nil
+}
+
+// treeFiles lists every file of a tree without reading any blob.
+func treeFiles(tree *object.Tree) (map[string]fileEntry, error) {
+	files := map[string]fileEntry{}
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
+	for {
+		name, e, err := walker.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule {
+			continue
+		}
+		files[name] = fileEntry{mode: e.Mode, hash: e.Hash}
+	}
+}
+
+func writeEntry(repo *Repo, root, p string, e fileEntry) error {
+	full := filepath.Join(root, filepath.FromSlash(p))
+	blob, err := repo.repo.BlobObject(e.hash)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	defer r.Close()
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		// A file where a directory must go: remove it.
+		if err := removeFileAncestor(root, filepath.Dir(full)); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if fi, err := os.Lstat(full); err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 || e.mode == filemode.Symlink) {
+		if err := os.RemoveAll(full); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if e.mode == filemode.Symlink {
+		target, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return os.Symlink(string(target), full)
+	}
+	perm := os.FileMode(0o644)
+	if e.mode == filemode.Executable {
+		perm = 0o755
+	}
+	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return f.Close()
+}
+
+// removeFileAncestor removes the regular file that stands where a directory
+// on the way to dir must be.
+func removeFileAncestor(root, dir string) error {
+	for d := dir; len(d) > len(root); d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
+			return os.Remove(d)
+		}
+	}
+	return nil
+}
+
+func removeEmptyParents(root, dir string) {
+	for len(dir) > len(root) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func dedup(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func readManifest(path string) (map[string]fileEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]fileEntry{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		mode, rest, ok1 := strings.Cut(sc.Text(), " ")
+		hash, p, ok2 := strings.Cut(rest, " ")
+		fm, err := filemode.New(mode)
+		if !ok1 || !ok2 || err != nil || !plumbing.IsHash(hash) {
+			return nil, fmt.Errorf("corrupt manifest %s", path)
+		}
+		m[p] = fileEntry{mode: fm, hash: plumbing.NewHash(hash)}
+	}
+	return m, sc.Err()
+}
+
+func writeManifest(path string, files map[string]fileEntry) error {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var b strings.Builder
+	for _, p := range paths {
+		e := files[p]
+		fmt.Fprintf(&b, "%o %s %s\n", uint32(e.mode), e.hash, p)
+	}
+	return writeFileAtomic(path, []byte(b.String()), 0o644)
+}
+
+func readLines(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
+	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
