@@ -20,7 +20,9 @@ func TestMain(m *testing.M) {
 		holdLock(os.Getenv("PGBISECT_STATE"))
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeStore()
+	os.Exit(code)
 }
 
 // holdLock takes the machine lock, says so on stdout and holds it until
