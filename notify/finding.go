@@ -16,10 +16,10 @@ package notify
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -360,10 +360,10 @@ func (f *Finding) Validate() error {
 	return nil
 }
 
-// MarshalJSON is the JSON report format: indented, stable field order,
-// Version set.
+// Marshal returns f in the JSON report format: indented, stable field
+// order, Version set.
 func Marshal(f *Finding) ([]byte, error) {
-	g := *f
+	g := finiteCopy(f)
 	if g.Version == 0 {
 		g.Version = FormatVersion
 	}
@@ -375,6 +375,56 @@ func Marshal(f *Finding) ([]byte, error) {
 		return nil, fmt.Errorf("encoding finding %s: %w", f.ID, err)
 	}
 	return b.Bytes(), nil
+}
+
+// finiteCopy returns a copy of f whose floats are all finite: JSON has no
+// NaN, and a NaN that stats leaves for a non-positive median must not make a
+// finding impossible to save. Non-finite values become 0 ("?" in reports).
+func finiteCopy(f *Finding) Finding {
+	g := *f
+	cmps := func(cs []Comparison) []Comparison {
+		out := slices.Clone(cs)
+		for i := range out {
+			c := &out[i]
+			for _, x := range []*float64{&c.Good.Median, &c.Good.RelStddev, &c.Bad.Median, &c.Bad.RelStddev,
+				&c.Ratio, &c.RatioLow, &c.RatioHigh, &c.Confidence, &c.P} {
+				*x = finite(*x)
+			}
+		}
+		return out
+	}
+	floats := func(xs []float64) []float64 {
+		out := slices.Clone(xs)
+		for i := range out {
+			out[i] = finite(out[i])
+		}
+		return out
+	}
+	g.Comparisons = cmps(f.Comparisons)
+	g.Culprits = slices.Clone(f.Culprits)
+	for i := range g.Culprits {
+		g.Culprits[i].Comparisons = cmps(g.Culprits[i].Comparisons)
+	}
+	g.Log = slices.Clone(f.Log)
+	for i := range g.Log {
+		g.Log[i].Median = finite(g.Log[i].Median)
+		g.Log[i].Samples = floats(g.Log[i].Samples)
+	}
+	if f.Series != nil {
+		s := *f.Series
+		s.Points = slices.Clone(s.Points)
+		for i := range s.Points {
+			s.Points[i].Median = finite(s.Points[i].Median)
+		}
+		g.Series = &s
+	}
+	g.Progress = slices.Clone(f.Progress)
+	for i := range g.Progress {
+		g.Progress[i].TPS = floats(g.Progress[i].TPS)
+		g.Progress[i].Interval = finite(g.Progress[i].Interval)
+	}
+	g.Env.LoadAvg = finite(g.Env.LoadAvg)
+	return g
 }
 
 // Unmarshal reads a finding in the JSON report format, rejecting unknown
@@ -407,6 +457,3 @@ func ReadFile(path string) (*Finding, error) {
 	}
 	return f, nil
 }
-
-// errNoCulprit is returned where a culprit is needed and there is none.
-var errNoCulprit = errors.New("finding has no culprit")

@@ -45,10 +45,7 @@ func postRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	box := notify.FindingsDir(cfg.StateDir)
-	p, err := notify.NewPoster(notify.GitHubOptions{
-		Repo: cfg.GitHub.Repo, APIURL: cfg.GitHub.APIURL, Labels: cfg.GitHub.Labels,
-		Token: os.Getenv("GITHUB_TOKEN"), ReportURL: cfg.GitHub.ReportURL,
-	})
+	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err
 	}
