@@ -218,21 +218,50 @@ func (c *cluster) stop(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// kill stops the server without asking: SIGKILL to the postmaster's
-// process group (pg_ctl starts it in a session of its own, so the group
-// holds every backend and auxiliary process), then waits until they are
-// gone. It needs no context: it is what runs after a cancellation.
+// kill stops the server without asking, for use after a cancellation (it
+// needs no context). pg_ctl starts the postmaster in a session of its own
+// and every server process calls setsid(), so there is no process group to
+// kill: SIGQUIT asks the postmaster for an immediate shutdown of all its
+// children; whatever still runs after a grace period gets SIGKILL. It
+// returns when the postmaster and its children are gone.
 func (c *cluster) kill() {
+	defer func() { c.running = false }()
 	pid := c.postmasterPID()
-	if pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		deadline := time.Now().Add(30 * time.Second)
-		for groupAlive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+	if pid <= 0 {
+		return
 	}
-	c.running = false
+	family := append(children(pid), pid)
+	_ = syscall.Kill(pid, syscall.SIGQUIT)
+	if waitGone(family, 5*time.Second) {
+		return
+	}
+	family = append(family, children(pid)...)
+	for _, p := range family {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	waitGone(family, 30*time.Second)
+}
+
+// waitGone waits until none of pids runs (zombies count as gone) and
+// reports whether that happened within timeout.
+func waitGone(pids []int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		alive := false
+		for _, p := range pids {
+			if st, _, ok := procStat(p); ok && st != 'Z' && st != 'X' {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // postmasterPID reads the first line of postmaster.pid, or returns 0.
@@ -249,28 +278,27 @@ func (c *cluster) postmasterPID() int {
 	return pid
 }
 
-// groupAlive reports whether any process of process group pgid is still
-// running (zombies waiting to be reaped do not count).
-func groupAlive(pgid int) bool {
+// children lists the running processes whose parent is ppid.
+func children(ppid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return syscall.Kill(-pgid, 0) == nil
+		return nil
 	}
+	var kids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		state, pg, ok := procStat(pid)
-		if ok && pg == pgid && state != 'Z' && state != 'X' {
-			return true
+		if st, parent, ok := procStat(pid); ok && parent == ppid && st != 'Z' {
+			kids = append(kids, pid)
 		}
 	}
-	return false
+	return kids
 }
 
-// procStat returns a process's state and process group from /proc.
-func procStat(pid int) (state byte, pgrp int, ok bool) {
+// procStat returns a process's state and parent from /proc.
+func procStat(pid int) (state byte, ppid int, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, false
@@ -281,14 +309,14 @@ func procStat(pid int) (state byte, pgrp int, ok bool) {
 		return 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
+	if len(f) < 2 {
 		return 0, 0, false
 	}
-	pg, err := strconv.Atoi(f[2])
+	pp, err := strconv.Atoi(f[1])
 	if err != nil {
 		return 0, 0, false
 	}
-	return f[0][0], pg, true
+	return f[0][0], pp, true
 }
 
 // remove deletes the cluster's directories. The server must be stopped.
