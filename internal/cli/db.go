@@ -21,7 +21,7 @@ func init() {
 const dbUsage = `ACTION [flags]
 
 Actions:
-  start     start the private results cluster (created on first use)
+  start     start the private results cluster (created on first use) and migrate it
   stop      stop the private results cluster
   status    show where the results are, whether the cluster runs, and what the database holds
   url       print the connection URL: psql "$(pgbisect db url)"
@@ -82,9 +82,12 @@ func runDB(ctx context.Context, env *Env) error {
 		if err := needPrivate(); err != nil {
 			return err
 		}
-		if err := cluster.Start(ctx); err != nil {
+		// Open starts the cluster and migrates, so psql finds the tables.
+		s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+		if err != nil {
 			return err
 		}
+		s.Close()
 		fmt.Fprintf(env.Stderr, "results cluster running in %s\n", cluster.Dir)
 		fmt.Fprintln(env.Stdout, url)
 		return nil
