@@ -163,8 +163,8 @@ func (b *Builder) build(ctx context.Context, key Key) (*Install, error) {
 		// may call a commit broken.
 		s.note("incremental build failed in %s; retrying from a clean worktree", be.Phase)
 		b.log.Warn("incremental build failed, retrying clean", slog.String("commit", commit.Short()), slog.String("phase", be.Phase))
-		if err := wt.reset(); err != nil {
-			return nil, fmt.Errorf("cleaning worktree %s: %w", wt.dir, err)
+		if err := b.clean(ctx, s, wt); err != nil {
+			return nil, err
 		}
 		_, err = b.compile(ctx, s, wt, commit.Hash)
 	}
@@ -181,6 +181,34 @@ func (b *Builder) build(ctx context.Context, key Key) (*Install, error) {
 	s.note("installed in %s (%s)", inst.Prefix, round(inst.Duration))
 	b.log.Info("built", slog.String("commit", commit.Short()), slog.String("prefix", inst.Prefix), slog.Duration("duration", inst.Duration))
 	return inst, nil
+}
+
+// clean prepares a clean rebuild: every tracked file is written again from
+// git (undoing anything a build regenerated in the source tree) and the
+// build products are removed, but configure's results are kept when its
+// inputs have not changed, since configure is the slowest step on small
+// machines. If cleaning fails the worktree is recreated from nothing.
+func (b *Builder) clean(ctx context.Context, s *session, wt *worktree) error {
+	s.setPhase("clean")
+	if err := wt.rewriteAll(); err == nil {
+		var cerr error
+		if b.opts.Meson {
+			cerr = s.run(ctx, "clean", filepath.Join(wt.dir, "meson-build"), b.env(), "ninja", "clean")
+		} else {
+			cerr = s.run(ctx, "clean", wt.src(), b.env(), "make", "clean")
+		}
+		if cerr == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return cerr
+		}
+	}
+	s.note("cleaning failed; recreating the worktree")
+	if err := wt.reset(); err != nil {
+		return fmt.Errorf("recreating worktree %s: %w", wt.dir, err)
+	}
+	return nil
 }
 
 // compile checks out commit in the worktree, configures when needed and

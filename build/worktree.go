@@ -67,6 +67,20 @@ func (w *worktree) reset() error {
 	return os.RemoveAll(w.src())
 }
 
+// rewriteAll makes the next checkout write every tracked file again, by
+// listing them all as pending.
+func (w *worktree) rewriteAll() error {
+	m, err := readManifest(w.manifestPath())
+	if err != nil {
+		return err
+	}
+	paths := make([]string, 0, len(m))
+	for p := range m {
+		paths = append(paths, p)
+	}
+	return writeFileAtomic(w.pendingPath(), []byte(strings.Join(paths, "\n")+"\n"), 0o644)
+}
+
 type fileEntry struct {
 	mode filemode.FileMode
 	hash plumbing.Hash

@@ -108,6 +108,13 @@ func TestCheckoutRepairsInterruption(t *testing.T) {
 	if _, err := os.Stat(wt.pendingPath()); !os.IsNotExist(err) {
 		t.Error("pending list left behind")
 	}
+	// rewriteAll (the clean retry) rewrites every tracked file.
+	if err := wt.rewriteAll(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := wt.checkout(ctx, repo, h.c1); err != nil || n != 5 {
+		t.Errorf("checkout after rewriteAll touched %d files (%v), want all 5", n, err)
+	}
 	// A corrupt manifest means unknown contents: the worktree is recreated.
 	os.WriteFile(wt.manifestPath(), []byte("garbage\n"), 0o644)
 	os.WriteFile(filepath.Join(wt.src(), "stale.o"), nil, 0o644)
