@@ -44,7 +44,7 @@ func postRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	box := notify.FindingsDir(cfg.StateDir)
+	box, where := postOpenOutbox(cfg)
 	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func postRun(ctx context.Context, env *Env) error {
 			return err
 		}
 		if len(todo) == 0 {
-			fmt.Fprintf(env.Stderr, "nothing pending in %s\n", box.Path)
+			fmt.Fprintf(env.Stderr, "nothing pending in %s\n", where)
 			return nil
 		}
 	} else {
@@ -115,10 +115,28 @@ func postRun(ctx context.Context, env *Env) error {
 	return nil
 }
 
+// postOutbox is what post needs of an outbox. notify.Dir (files under the
+// state directory) implements it, and so does the results store's
+// store/outbox.DB.
+type postOutbox interface {
+	notify.Outbox
+	notify.Adder
+	Load(ctx context.Context, id string) (notify.Outgoing, error)
+	Lock(ctx context.Context) (unlock func(), err error)
+}
+
+// postOpenOutbox returns the outbox findings wait in, and a name for it in
+// messages: <state>/findings, where bisect and nightly record them through
+// notify.Publish.
+func postOpenOutbox(cfg *config.Config) (postOutbox, string) {
+	d := notify.FindingsDir(cfg.StateDir)
+	return d, d.Path
+}
+
 // postResolve returns the finding an argument names: a JSON file (recorded
 // in the outbox first when record is set, so its posts are remembered) or
 // the ID of a recorded finding.
-func postResolve(ctx context.Context, box *notify.Dir, arg string, record bool) (notify.Outgoing, error) {
+func postResolve(ctx context.Context, box postOutbox, arg string, record bool) (notify.Outgoing, error) {
 	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, os.PathSeparator) {
 		f, err := notify.ReadFile(arg)
 		if err != nil {
