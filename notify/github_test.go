@@ -362,3 +362,24 @@ func TestPlan(t *testing.T) {
 		t.Errorf("posting without a token: %v", err)
 	}
 }
+
+// TestPostSameCulpritTwiceInOneRun checks that two findings about one
+// culprit posted in the same run make one issue and one comment: the open
+// issues are listed, not searched, so the issue created a moment ago is
+// seen (the search API may not show it yet).
+func TestPostSameCulpritTwiceInOneRun(t *testing.T) {
+	g := newFakeGitHub(t)
+	p, _ := g.poster(t)
+	a := twoCulprits()
+	a.Culprits = a.Culprits[:1]
+	b := twoCulprits()
+	b.Culprits = b.Culprits[:1]
+	b.ID, b.Scenario = "20260130T030000Z-copy-wide-c24e9ef330", "copy-wide"
+	out := outboxWith(t, a, b)
+	if d := deliver(t, p, out); len(d.Failed) > 0 {
+		t.Fatal(d.Failed)
+	}
+	if len(g.issues) != 1 || len(g.issue(1).Comments) != 1 || !strings.Contains(g.issue(1).Comments[0].Body, "regressed copy-wide") {
+		t.Errorf("want one issue with one comment about copy-wide; have %d issues", len(g.issues))
+	}
+}
