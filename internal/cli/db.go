@@ -111,9 +111,13 @@ func runDB(ctx context.Context, env *Env) error {
 		return nil
 	case "psql":
 		if private {
-			if err := cluster.Start(ctx); err != nil {
+			// Start and migrate, so the tables are there to look at.
+			s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+			if err != nil {
 				return err
 			}
+			cluster = s.Cluster()
+			s.Close()
 		}
 		return dbPsql(cluster, url, rest)
 	default:
