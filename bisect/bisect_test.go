@@ -92,9 +92,14 @@ func (m *memSaver) Save(_ context.Context, s *State) error {
 	return err
 }
 
+// testThresholds fit the tests' 3-5% noise and 20-30% effects with small
+// budgets, which keep stats' calibration of its boundary cheap.
+var testThresholds = stats.Thresholds{Alpha: 0.05, MinEffect: 0.05, MaxSamples: 20}
+
 func runHistory(t *testing.T, h *SimHistory, lab Builder, m Measurer, dir stats.Direction) *State {
 	t.Helper()
-	in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed", Direction: dir}
+	in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed", Direction: dir,
+		Thresholds: testThresholds}
 	s, err := NewState(in, h.Commits, time.Time{})
 	if err != nil {
 		t.Fatal(err)

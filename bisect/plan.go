@@ -232,9 +232,11 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 	return Action{}, true
 }
 
-// CheckBudget multiplies the sample budget of a check: a check tests at a
-// smaller alpha than the search (the wrong-blame bound split over the
-// suspects) and is the last word on a culprit, so it may sample longer.
+// CheckBudget multiplies the sample budget and the batch of a check: a
+// check tests at a smaller alpha than the search (the wrong-blame bound
+// split over the suspects) and is the last word on a culprit, so it may
+// sample longer; larger batches keep the number of looks, and so the cost
+// of calibrating stats' sequential boundary, as in the search.
 const CheckBudget = 2
 
 // judgeCheck samples check i with fresh samples until it is decided.
@@ -246,6 +248,7 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	th := s.Inputs.Thresholds
 	th.Alpha = ch.Alpha
 	th.MaxSamples *= CheckBudget
+	th.Batch *= CheckBudget
 	side, c := s.decide(ch.A, ch.B, &ch.Target, th)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{ch.Left, ch.Right}[side], Pair: -1, Check: i}, false
@@ -300,8 +303,8 @@ func nextSide(na, nb, target int) int {
 }
 
 // startChecks lists the suspects (adjacent pairs judged regressions) and
-// plans their re-verification. The wrong-blame bound is split evenly over
-// them (Bonferroni), so the chance that any check blames a commit that
+// plans their re-verification. The wrong-blame bound is split over them
+// (Bonferroni), so the chance that any check blames a commit that
 // changed nothing is at most Inputs.WrongBlame, whatever happened in the
 // search before: a check uses fresh samples only.
 func (s *State) startChecks(now time.Time) {
@@ -316,7 +319,12 @@ func (s *State) startChecks(now time.Time) {
 	if len(sus) == 0 {
 		return
 	}
-	alpha := s.Inputs.WrongBlame / float64(len(sus))
+	// The share is rounded down to WrongBlame/2^k, so that few distinct
+	// levels occur (each costs stats a calibration).
+	alpha := s.Inputs.WrongBlame
+	for n := 1; n < len(sus); n *= 2 {
+		alpha /= 2
+	}
 	for _, p := range sus {
 		s.Checks = append(s.Checks, Check{Left: p[0], Right: p[1], Alpha: alpha})
 	}

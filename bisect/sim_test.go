@@ -45,7 +45,7 @@ func TestSimulationTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows = append(rows, row)
-		t.Logf("%+v", row)
+		fmt.Fprint(os.Stderr, FormatSimTable([]SimRow{row}))
 	}
 	out := fmt.Sprintf("Defaults: search alpha %.2f, min effect %.0f%%, budget %d samples per side (checks %d), wrong-blame bound %.0f%%.\n\n%s",
 		DefaultThresholds.Alpha, 100*DefaultThresholds.MinEffect, DefaultThresholds.MaxSamples, CheckBudget*DefaultThresholds.MaxSamples, 1.0, FormatSimTable(rows))
