@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -275,10 +274,35 @@ func runLoadConfig(file string) (*config.Config, error) {
 	return config.Default(), nil
 }
 
-// runBuildTarget builds rev (or takes it from the build cache).
+// runBuildTarget builds rev, or takes its build from the cache, and
+// returns it as the target to measure.
 func runBuildTarget(ctx context.Context, env *Env, cfg *config.Config, rev string) (bench.Target, error) {
-	_ = ctx
-	_ = env
-	_ = cfg
-	return bench.Target{}, errors.New("building a revision is not wired yet: use --bindir DIR")
+	b, repo, err := openBuilder(ctx, env, cfg)
+	if err != nil {
+		return bench.Target{}, err
+	}
+	c, err := repo.Resolve(rev)
+	if err != nil && repo.Remote() != "" {
+		// A cloned repository may simply be behind: fetch once and retry.
+		fmt.Fprintf(env.Stderr, "%v; fetching %s from %s\n", err, cfg.Branch, repo.Remote())
+		if ferr := repo.Fetch(ctx, cfg.Branch); ferr != nil {
+			return bench.Target{}, ferr
+		}
+		c, err = repo.Resolve(rev)
+	}
+	if err != nil {
+		return bench.Target{}, err
+	}
+	bctx := ctx
+	if cfg.Build.Timeout > 0 {
+		var cancel context.CancelFunc
+		bctx, cancel = context.WithTimeout(ctx, cfg.Build.Timeout)
+		defer cancel()
+	}
+	fmt.Fprintf(env.Stderr, "building %s %s (or reusing its cached build)\n", c.Short(), c.Subject)
+	inst, err := b.Build(bctx, c.Hash)
+	if err != nil {
+		return bench.Target{}, fmt.Errorf("building %s: %w", c.Short(), err)
+	}
+	return bench.Target{Name: c.Short(), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()}, nil
 }
