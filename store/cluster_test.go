@@ -209,3 +209,42 @@ func groupMembers(pgid int) []int {
 	}
 	return out
 }
+
+// TestUnreachableStateDir: a state directory the server user cannot enter
+// is reported with the directory to open up, before initdb fails obscurely.
+func TestUnreachableStateDir(t *testing.T) {
+	if !proc.IsRoot() {
+		t.Skip("the cluster runs as another user only when pgbisect is root")
+	}
+	u, err := proc.LookupUser("postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := stateDir(t)
+	if err := os.Chmod(d, 0o700); err != nil { // owned by root
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d, "state", "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = reachable(filepath.Join(d, "state", "db"), u)
+	if err == nil || !strings.Contains(err.Error(), "chmod o+x "+d) {
+		t.Fatalf("got %v, want an error naming %s", err, d)
+	}
+	if err := os.Chmod(d, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := reachable(filepath.Join(d, "state", "db"), u); err != nil {
+		t.Fatalf("a traversable state directory: %v", err)
+	}
+}
+
+func TestNewClusterUnknownUser(t *testing.T) {
+	if !proc.IsRoot() {
+		t.Skip("run_as is used only when pgbisect is root")
+	}
+	_, err := NewCluster(t.TempDir(), "no-such-user-pgbisect", nil)
+	if err == nil || !strings.Contains(err.Error(), "no-such-user-pgbisect") {
+		t.Fatalf("got %v, want an error naming the user", err)
+	}
+}
