@@ -117,7 +117,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if s.Point != "" {
 		label += " " + s.Point
 	}
-	key := strings.Join([]string{sc.File, sc.Name, t.Name, t.BinDir, s.Point}, "\x00")
+	// The scenario pointer, not its name: the same file loaded with other
+	// --set values needs clusters of its own.
+	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s", sc, t.Name, t.BinDir, s.Point)
 	c := r.kept[key]
 	delete(r.kept, key) // put back only when the sample succeeds
 	ok := false

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -224,6 +225,17 @@ func TestFreshLifecycleAndFailures(t *testing.T) {
 		return sc
 	}
 	ok := load("workload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n")
+	// A cluster left by a pgbisect that was killed (its owner is gone) is
+	// removed by the next Runner.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(state, "clusters", "stale")
+	if err := os.MkdirAll(filepath.Join(stale, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(stale, "owner.pid"), []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644)
 	if _, err := r.Run(ctx, ok, target, Point{}); err != nil {
 		t.Fatal(err)
 	}
