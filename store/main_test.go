@@ -33,6 +33,7 @@ func runMain(m *testing.M) int {
 		noServer = err
 		return m.Run()
 	}
+	initdbNoSync = true
 	dir, err := os.MkdirTemp("", "pgbisect-store-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
