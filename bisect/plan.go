@@ -471,6 +471,7 @@ func verdictOf(v stats.Verdict) Verdict {
 func resultOf(c stats.Comparison) *Result {
 	return &Result{
 		MedianA: c.A.Median, MedianB: c.B.Median, NA: c.A.N, NB: c.B.N,
+		RelA: finite(c.A.RelStddev), RelB: finite(c.B.RelStddev),
 		Ratio: finite(c.Ratio), Lo: finite(c.Lo), Hi: finite(c.Hi), P: c.P, Worse: finite(c.Worse()),
 		Warnings: c.Warnings,
 	}

@@ -90,15 +90,17 @@ type State struct {
 
 // Inputs are what the user asked for. They determine the ID.
 type Inputs struct {
-	Repo        string          `json:"repo"`
-	Good        string          `json:"good"` // full hash
-	Bad         string          `json:"bad"`  // full hash
-	Scenario    string          `json:"scenario"`
-	Metric      string          `json:"metric"`
-	Unit        string          `json:"unit,omitempty"`
-	Direction   stats.Direction `json:"direction"`
-	Point       string          `json:"point,omitempty"` // e.g. "clients=1"
-	FirstParent bool            `json:"first_parent"`
+	Repo      string          `json:"repo"`
+	Good      string          `json:"good"` // full hash
+	Bad       string          `json:"bad"`  // full hash
+	Scenario  string          `json:"scenario"`
+	Metric    string          `json:"metric"`
+	Unit      string          `json:"unit,omitempty"`
+	Direction stats.Direction `json:"direction"`
+	Point     string          `json:"point,omitempty"` // e.g. "clients=1"
+	// Set holds the scenario variables the user overrode (--set).
+	Set         map[string]string `json:"set,omitempty"`
+	FirstParent bool              `json:"first_parent"`
 	// Thresholds rule every search comparison. Checks use the same ones
 	// with a smaller alpha (see CheckAlpha).
 	Thresholds stats.Thresholds `json:"thresholds"`
@@ -216,6 +218,8 @@ type Check struct {
 type Result struct {
 	MedianA float64 `json:"median_a"`
 	MedianB float64 `json:"median_b"`
+	RelA    float64 `json:"rel_a"` // relative stddev of A, a fraction
+	RelB    float64 `json:"rel_b"`
 	NA      int     `json:"n_a"`
 	NB      int     `json:"n_b"`
 	Ratio   float64 `json:"ratio"` // median B / median A
