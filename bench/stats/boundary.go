@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -77,12 +78,17 @@ func intsKey(xs []int) []byte {
 func calibrate(alpha float64, looks []int) []float64 {
 	nmax := looks[len(looks)-1]
 	weights := make([]float64, len(looks))
-	tables := make([]nullTable, len(looks))
-	for k, n := range looks {
+	for k := range looks {
 		weights[k] = earlyWeight
-		tables[k] = newNullTable(n)
 	}
 	weights[len(looks)-1] = 1
+	if len(looks) > maxCalibratedLooks || nmax > maxCalibratedSamples {
+		return bonferroni(alpha, looks, weights)
+	}
+	tables := make([]nullTable, len(looks))
+	for k, n := range looks {
+		tables[k] = newNullTable(n)
+	}
 
 	rng := rand.New(rand.NewPCG(0x70676269, uint64(nmax)))
 	a := make([]float64, nmax)
@@ -113,6 +119,43 @@ func calibrate(alpha float64, looks []int) []float64 {
 	alphas := make([]float64, len(looks))
 	for k := range looks {
 		alphas[k] = c * weights[k]
+	}
+	return alphas
+}
+
+// Plans beyond these sizes would make the calibration slow; they get the
+// weighted Bonferroni boundary instead.
+const (
+	maxCalibratedLooks   = 20
+	maxCalibratedSamples = 100
+)
+
+// bonferroni returns levels c*w_k whose union bound holds Alpha: P < a
+// happens with probability at most a + ksWeight*a under the null hypothesis,
+// and looks at which no p-value can be that small spend nothing.
+func bonferroni(alpha float64, looks []int, weights []float64) []float64 {
+	// Look k can reject only if c > t_k = minRankP(n_k)/w_k. Taking the
+	// looks in order of t_k, the first j of them may spend with
+	// c_j = alpha/((1+ksWeight)·S_j), S_j their summed weights; c_j is valid
+	// when look j+1 still cannot reject (c_j <= t_{j+1}). Use the best.
+	order := make([]int, len(looks))
+	t := make([]float64, len(looks))
+	for k, n := range looks {
+		order[k] = k
+		t[k] = minRankP(n, n) / weights[k]
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(t[x], t[y]) })
+	best, sum := 0.0, 0.0
+	for j, k := range order {
+		sum += weights[k]
+		c := alpha / ((1 + ksWeight) * sum)
+		if j+1 == len(order) || c <= t[order[j+1]] {
+			best = max(best, c)
+		}
+	}
+	alphas := make([]float64, len(looks))
+	for k := range looks {
+		alphas[k] = best * weights[k]
 	}
 	return alphas
 }

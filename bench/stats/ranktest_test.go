@@ -221,3 +221,22 @@ func ksStatistic(x, y []float64) float64 {
 	d, _ := KSTest(x, y)
 	return d
 }
+
+// TestBonferroniFallback checks the boundary of plans too large to
+// calibrate: the union bound over the looks that can reject holds Alpha.
+func TestBonferroniFallback(t *testing.T) {
+	th := Thresholds{StartSamples: 3, Batch: 5, MaxSamples: 150}.WithDefaults()
+	looks, alphas := th.Looks(), th.lookAlphas()
+	spent := 0.0
+	for k, n := range looks {
+		if minRankP(n, n) < alphas[k] {
+			spent += (1 + ksWeight) * alphas[k]
+		}
+	}
+	if spent > th.Alpha*(1+1e-12) || spent < 0.99*th.Alpha {
+		t.Errorf("looks %v: levels %v spend %v of alpha %v", looks, alphas, spent, th.Alpha)
+	}
+	if alphas[len(alphas)-1] != alphas[0]/earlyWeight {
+		t.Errorf("last look %v is not first %v / earlyWeight", alphas[len(alphas)-1], alphas[0])
+	}
+}

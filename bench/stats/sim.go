@@ -286,6 +286,22 @@ func FormatSimTable(rows []SimRow) string {
 		fmt.Fprintf(&sb, " %s | %.1f | %d |\n", pct(inconclusive, runs), samples/float64(runs), wrong)
 	}
 
+	nullRuns, nullDiff, wrong, wrongRuns := 0, 0, 0, 0
+	for _, r := range rows {
+		if r.Effect == 0 {
+			nullRuns += r.Runs
+			nullDiff += r.Different
+		} else {
+			wrong += r.Wrong
+			wrongRuns += r.Runs
+		}
+	}
+	if nullRuns > 0 {
+		rate := float64(nullDiff) / float64(nullRuns)
+		fmt.Fprintf(&sb, "\nAll A/A comparisons: %d of %d false \"different\" (%.2f%%, 95%% upper bound %.2f%%). Wrong direction: %d of %d comparisons with an effect.\n",
+			nullDiff, nullRuns, 100*rate, 100*(rate+1.96*math.Sqrt(rate*(1-rate)/float64(nullRuns))), wrong, wrongRuns)
+	}
+
 	sb.WriteString("\n| model | noise | effect | runs | different | wrong direction | same | inconclusive | unknown | mean n/side |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
