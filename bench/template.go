@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/pgbisect/pgbisect/internal/config"
+)
+
+// templates lists every templated string of the scenario with its YAML
+// path, so validation and expansion walk the same fields.
+func (s *Scenario) templates(visit func(path string, text *string)) {
+	for i := range s.Initdb {
+		visit(fmt.Sprintf("$.initdb[%d]", i), &s.Initdb[i])
+	}
+	for _, ph := range []struct {
+		name  string
+		steps []Step
+	}{{"setup", s.Setup}, {"workload", s.Workload}} {
+		for i := range ph.steps {
+			st := &ph.steps[i]
+			p := fmt.Sprintf("$.%s[%d]", ph.name, i)
+			visit(p+".sql", &st.SQL)
+			visit(p+".explain", &st.Explain)
+			if b := st.Pgbench; b != nil {
+				for j := range b.Args {
+					visit(fmt.Sprintf("%s.pgbench.args[%d]", p, j), &b.Args[j])
+				}
+				visit(p+".pgbench.script", &b.Script)
+			}
+			if c := st.Copy; c != nil {
+				visit(p+".copy.table", &c.Table)
+				visit(p+".copy.file", &c.File)
+				visit(p+".copy.options", &c.Options)
+				visit(p+".copy.where", &c.Where)
+			}
+			if sh := st.Shell; sh != nil {
+				for j := range sh.Argv {
+					visit(fmt.Sprintf("%s.shell.argv[%d]", p, j), &sh.Argv[j])
+				}
+				visit(p+".shell.script", &sh.Script)
+			}
+		}
+	}
+}
+
+// validateTemplates parses every template and executes it at every point
+// with placeholder runtime values, so a typo fails at load time and not an
+// hour into a bisection.
+func (s *Scenario) validateTemplates() error {
+	names := s.varNames()
+	names = append(names, runtimeVars...)
+	points := s.Points()
+	var first error
+	check := func(path, text string) {
+		if first != nil || !strings.Contains(text, "{{") {
+			return
+		}
+		tmpl, err := newTemplate(path, text)
+		if err != nil {
+			first = errAt(path, "bad template: %s", cleanTemplateError(err))
+			return
+		}
+		for _, pt := range points {
+			if err := tmpl.Execute(&bytes.Buffer{}, s.templateData(pt, placeholderRuntime)); err != nil {
+				first = errAt(path, "%s", templateExecError(err, names))
+				return
+			}
+		}
+	}
+	s.templates(func(path string, text *string) { check(path, *text) })
+	for k, v := range s.Settings {
+		str, err := scalarString(v)
+		if err != nil {
+			return errAt("$.settings."+k, "setting %q: %v", k, err)
+		}
+		check("$.settings."+k, str)
+	}
+	return first
+}
+
+var placeholderRuntime = map[string]string{
+	"workdir": "/WORKDIR", "datadir": "/DATADIR", "host": "/HOST", "port": "5432",
+	"user": "postgres", "database": "postgres", "bindir": "/BINDIR", "clientbin": "/CLIENTBIN",
+}
+
+func newTemplate(name, text string) (*template.Template, error) {
+	return template.New(name).Option("missingkey=error").Funcs(templateFuncs).Parse(text)
+}
+
+// templateFuncs are arithmetic helpers for sizes ({{mul .scale 100000}}).
+var templateFuncs = template.FuncMap{
+	"add": func(a, b any) (int64, error) { return arith(a, b, func(x, y int64) int64 { return x + y }) },
+	"sub": func(a, b any) (int64, error) { return arith(a, b, func(x, y int64) int64 { return x - y }) },
+	"mul": func(a, b any) (int64, error) { return arith(a, b, func(x, y int64) int64 { return x * y }) },
+	"div": func(a, b any) (int64, error) {
+		if n, err := toInt(b); err == nil && n == 0 {
+			return 0, errors.New("division by zero")
+		}
+		return arith(a, b, func(x, y int64) int64 { return x / y })
+	},
+}
+
+func arith(a, b any, f func(x, y int64) int64) (int64, error) {
+	x, err := toInt(a)
+	if err != nil {
+		return 0, err
+	}
+	y, err := toInt(b)
+	if err != nil {
+		return 0, err
+	}
+	return f(x, y), nil
+}
+
+func toInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an integer", x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%v is not an integer", v)
+}
+
+func cleanTemplateError(err error) string {
+	msg := err.Error()
+	// "template: $.setup[0].sql:1: unexpected ..." -> "unexpected ..."
+	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "template: ") && i >= 0 {
+		rest := msg[len("template: "):]
+		if j := strings.Index(rest, ": "); j >= 0 {
+			return rest[j+2:]
+		}
+	}
+	return msg
+}
+
+func templateExecError(err error, names []string) string {
+	msg := err.Error()
+	const noKey = `map has no entry for key "`
+	if i := strings.Index(msg, noKey); i >= 0 {
+		key := msg[i+len(noKey):]
+		key = key[:strings.IndexByte(key, '"')]
+		out := fmt.Sprintf("unknown variable %q in template", key)
+		if c := config.Closest(key, names); c != "" {
+			out += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		return out
+	}
+	if i := strings.Index(msg, "error calling "); i >= 0 {
+		return "template: " + msg[i:]
+	}
+	return "template: " + cleanTemplateError(err)
+}
+
+// templateData merges scenario variables, the point's values and the
+// runtime variables, later ones winning.
+func (s *Scenario) templateData(pt Point, runtime map[string]string) map[string]string {
+	data := make(map[string]string, len(s.vars)+len(pt.Vars)+len(runtime))
+	for k, v := range s.vars {
+		data[k] = v
+	}
+	for k, v := range pt.Vars {
+		data[k] = v
+	}
+	for k, v := range runtime {
+		data[k] = v
+	}
+	return data
+}
+
+// expand returns a copy of the scenario's setup and workload steps, initdb
+// options and settings with every template executed for pt and runtime.
+func (s *Scenario) expand(pt Point, runtime map[string]string) (*expanded, error) {
+	c := *s
+	c.Initdb = slices.Clone(s.Initdb)
+	c.Setup = cloneSteps(s.Setup)
+	c.Workload = cloneSteps(s.Workload)
+	data := s.templateData(pt, runtime)
+	var first error
+	exec := func(path string, text *string) {
+		if first != nil || !strings.Contains(*text, "{{") {
+			return
+		}
+		tmpl, err := newTemplate(path, *text)
+		if err == nil {
+			var b bytes.Buffer
+			if err = tmpl.Execute(&b, data); err == nil {
+				*text = b.String()
+				return
+			}
+		}
+		first = fmt.Errorf("%s: %s: %w", s.where(path), path, err)
+	}
+	c.templates(exec)
+	settings := map[string]string{}
+	for k, v := range s.Settings {
+		str, _ := scalarString(v)
+		exec("$.settings."+k, &str)
+		settings[k] = str
+	}
+	if first != nil {
+		return nil, first
+	}
+	return &expanded{initdb: c.Initdb, settings: settings, setup: c.Setup, workload: c.Workload}, nil
+}
+
+type expanded struct {
+	initdb   []string
+	settings map[string]string
+	setup    []Step
+	workload []Step
+}
+
+func cloneSteps(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, st := range steps {
+		out[i] = st
+		if st.Pgbench != nil {
+			b := *st.Pgbench
+			b.Args = slices.Clone(b.Args)
+			out[i].Pgbench = &b
+		}
+		if st.Copy != nil {
+			c := *st.Copy
+			out[i].Copy = &c
+		}
+		if st.Shell != nil {
+			sh := *st.Shell
+			sh.Argv = slices.Clone(sh.Argv)
+			out[i].Shell = &sh
+		}
+	}
+	return out
+}
