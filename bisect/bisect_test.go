@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/notify"
 )
 
 // history builds a SimHistory by hand: n commits, doc-only commits at the
@@ -308,5 +310,43 @@ func TestIDStable(t *testing.T) {
 	s, _ := NewState(in, history(3, nil, nil, nil).Commits, time.Time{})
 	if s.ID != ID(in) {
 		t.Error("NewState's ID differs from ID(inputs)")
+	}
+}
+
+func TestFinding(t *testing.T) {
+	h := history(40, []int{3, 20}, map[int]float64{12: 0.15, 30: 0.3}, []int{28, 29})
+	h.Commits[12].Author, h.Commits[12].AuthorEmail = "A. Hacker", "a@example.org"
+	lab := newDetLab(h, 0.05)
+	s := runHistory(t, h, lab, lab, stats.LowerIsBetter)
+	f := s.Finding(Report{Branch: "master", Reproduce: "pgbisect bisect ..."})
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Kind != notify.Regression || len(f.Culprits) != 2 {
+		t.Fatalf("kind %s with %d culprits", f.Kind, len(f.Culprits))
+	}
+	if f.Culprits[0].Commit.Hash != h.Commits[30].Hash || f.Culprits[1].Commit.Author != "A. Hacker <a@example.org>" {
+		t.Errorf("culprits not ranked by effect or authors lost: %+v", f.Culprits)
+	}
+	unbuildable := 0
+	for _, st := range f.Log {
+		if st.Verdict == notify.StepUnbuildable {
+			unbuildable++
+		}
+		if h.Commits[st.Order].NoCompile {
+			t.Errorf("log lists doc-only commit %d", st.Order)
+		}
+	}
+	if unbuildable == 0 {
+		t.Errorf("the log does not show the broken commits tried")
+	}
+	md := notify.Markdown(f, notify.Options{})
+	for _, want := range []string{h.Commits[30].Short(), h.Commits[12].Short()} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks culprit %s", want)
+		}
+	}
+	if f.ID != s.FindingID() || !strings.HasSuffix(f.ID, s.ID) {
+		t.Errorf("finding ID %q does not name bisection %s", f.ID, s.ID)
 	}
 }

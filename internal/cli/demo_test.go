@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/notify"
+)
+
+// TestDemoEndToEnd runs "pgbisect demo" for real: Debian's PostgreSQL 15
+// source with 30 commits on top, built incrementally in the build cache
+// every end-to-end test shares, measured with copy-single on real servers.
+// It must name both injected regressions exactly, skip the commit that does
+// not build, and never build a commit that changes only docs or tests.
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
+	}
+	pgsrc.Require(t)
+	state, err := pgsrc.TestStateDir()
+	if err != nil {
+		pgsrc.Unavailable(t, err)
+	}
+	work := t.TempDir()
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(work, "demo.git")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main(context.Background(), []string{"demo", "--state", state, "--shared-fixture", "--repo", repo,
+		"-s", "../../configs/scenarios/copy-single.yaml", "--rows", "200000", "--json"}, &stdout, &stderr)
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("pgbisect demo exited %d:\n%s", code, demoTail(stderr.String(), 60))
+	}
+	f, err := notify.Unmarshal(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("demo output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
+	}
+	var h demoHistory
+	data, err := os.ReadFile(repo + ".json")
+	if err != nil || json.Unmarshal(data, &h) != nil {
+		t.Fatalf("reading the demo's truth: %v", err)
+	}
+
+	if f.Kind != notify.Regression {
+		t.Fatalf("finding kind %s, want %s; warnings: %v", f.Kind, notify.Regression, f.Warnings)
+	}
+	var named []string
+	for _, c := range f.Culprits {
+		if c.IsRange() {
+			t.Errorf("culprit %s reported as a range of %d", c.Commit.ShortHash(), len(c.Range))
+		}
+		if !c.Verified {
+			t.Errorf("culprit %s not re-verified", c.Commit.ShortHash())
+		}
+		named = append(named, c.Commit.Hash)
+	}
+	slices.Sort(named)
+	want := slices.Sorted(slices.Values(h.Culprits))
+	if !slices.Equal(named, want) {
+		t.Errorf("culprits %v, want the injected %v\n%s", named, want, demoTail(stderr.String(), 40))
+	}
+
+	id := f.ID[strings.LastIndexByte(f.ID, '-')+1:]
+	st, err := bisect.FileSaver{Dir: state}.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokenSkipped := false
+	for _, b := range st.Builds {
+		if slices.Contains(h.Docs, b.Hash) {
+			t.Errorf("doc-only commit %s was built", b.Hash[:10])
+		}
+		if b.Hash == h.Broken && b.Broken {
+			brokenSkipped = true
+		}
+	}
+	if !brokenSkipped {
+		t.Errorf("the broken commit %s was not tried and skipped", h.Broken[:10])
+	}
+	for _, c := range st.Commits {
+		if slices.Contains(h.Docs, c.Hash) && !c.NoCompile {
+			t.Errorf("doc-only commit %s not recognized as such", c.Short())
+		}
+	}
+	t.Logf("demo bisection: %s wall, %d builds (%s), %d samples (%s), %d candidates",
+		wall.Round(time.Second), st.BuildsDone, st.BuildTime.Round(time.Second), st.SamplesTaken, st.MeasureTime.Round(time.Second), st.CandidateCount())
+}
+
+func demoTail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
