@@ -79,6 +79,8 @@ func clusterDirs(t *testing.T, stateDir string) []string {
 // kindsScenario has every step kind and every value kind.
 const kindsScenario = `name: kinds
 lifecycle: restart
+drop_caches: true
+warmup: 1
 variables:
   rows: 1000
 settings:
@@ -153,6 +155,8 @@ func TestEveryStepAndMetricKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var progress bytes.Buffer
+	r.Progress = &progress
 	ctx := context.Background()
 	target := Target{Name: "pg15", BinDir: bin, BuildOptions: "debian"}
 	var firstCluster []string
@@ -190,6 +194,12 @@ func TestEveryStepAndMetricKind(t *testing.T) {
 		}
 		if s.Env.Kernel == "" || s.Env.Cores < 1 || s.Env.MemoryBytes <= 0 || s.Env.Filesystem == "unknown" {
 			t.Errorf("fingerprint incomplete: %+v", s.Env)
+		}
+		if s.Env.CachesDropped != proc.IsRoot() {
+			t.Errorf("caches dropped: %v as root=%v", s.Env.CachesDropped, proc.IsRoot())
+		}
+		if n := strings.Count(progress.String(), "warmup 1/1 1/9: truncate (sql)"); n != i+1 {
+			t.Errorf("after sample %d: %d warm-up runs, want %d\n%s", i, n, i+1, progress.String())
 		}
 		dirs := clusterDirs(t, state)
 		if len(dirs) != 1 {
