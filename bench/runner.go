@@ -240,7 +240,11 @@ func missingHint(value string, res stepResult) string {
 
 // phase runs steps in one session and returns each step's result by name.
 func (r *Runner) phase(ctx context.Context, env *stepEnv, name string, steps []Step, timeout time.Duration, label string) (map[string]stepResult, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s timed out after %s (raise timeouts.%s in the scenario)", name, timeout, strings.Fields(name)[0]))
+	key := "setup"
+	if name != "setup" {
+		key = "workload" // warm-up runs are workload runs
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s timed out after %s (raise timeouts.%s in the scenario)", name, timeout, key))
 	defer cancel()
 	conn, err := env.c.connect(ctx)
 	if err != nil {
