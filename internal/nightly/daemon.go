@@ -11,33 +11,25 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/pgbisect/pgbisect/store"
 )
 
-// Job is one on-demand request taken from the queue.
-type Job struct {
-	ID   int64
-	Kind string // "bisect"
-	// Args are the request's arguments as the requester encoded them.
-	Args json.RawMessage
-	// Attempts counts the claims of this job, this one included: more
-	// than one means an earlier daemon was interrupted while running it.
-	Attempts int
-}
-
-// Queue is the daemon's view of the store's job queue.
+// Queue is the daemon's view of the store's job queue; *store.Store
+// satisfies it.
 type Queue interface {
-	// Claim marks the next job running under worker and returns it, or
-	// nil when there is none. A job already running under worker comes
-	// first: the daemon that claimed it stopped before finishing it, and
-	// only one daemon runs per worker name.
-	Claim(ctx context.Context, worker string) (*Job, error)
+	// Claim marks the oldest queued job of one of kinds running under
+	// worker and returns it, or nil when there is none.
+	Claim(ctx context.Context, worker string, kinds ...string) (*store.Job, error)
 	// Finish records the job as done (jobErr nil) or failed.
 	Finish(ctx context.Context, id int64, jobErr error) error
-}
-
-// Progresser is implemented by queues that show a job's progress
-// (`pgbisect status`).
-type Progresser interface {
+	// Requeue puts the jobs left running under worker back in the queue in
+	// their place. The daemon calls it when it starts: it holds the daemon
+	// lock, so the daemon that claimed them under the same worker name is
+	// dead, and its job is resumed first.
+	Requeue(ctx context.Context, worker string) (int, error)
+	// SetProgress records a running job's progress line for `pgbisect
+	// status`.
 	SetProgress(ctx context.Context, id int64, text string) error
 }
 
@@ -61,9 +53,11 @@ type Daemon struct {
 	Nightly func(ctx context.Context, progress func(string)) error
 	// Queue holds on-demand jobs; nil takes none.
 	Queue Queue
+	// Kinds are the job kinds this daemon takes (all when empty).
+	Kinds []string
 	// RunJob runs one on-demand job. It must save its state as it goes:
 	// when ctx is cancelled it returns, and the next daemon resumes it.
-	RunJob func(ctx context.Context, job Job, progress func(string)) error
+	RunJob func(ctx context.Context, job store.Job, progress func(string)) error
 	// Poll is how often an idle daemon looks at the queue. Default 30s.
 	Poll time.Duration
 	// Log gets a health line per job. Default: discarded.
@@ -143,6 +137,16 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return err
 	}
 	d.unlockD = unlock
+	if d.Queue != nil {
+		n, err := d.Queue.Requeue(ctx, d.Worker)
+		if err != nil {
+			unlock()
+			return err
+		}
+		if n > 0 {
+			d.Log.Info("daemon: resuming jobs an earlier daemon left running", slog.Int("jobs", n))
+		}
+	}
 	d.wake = make(chan struct{}, 1)
 	d.done = make(chan struct{})
 	d.status = Status{PID: os.Getpid(), Worker: d.Worker, Started: d.Now().UTC()}
@@ -242,47 +246,48 @@ func (d *Daemon) runNightly(ctx context.Context) bool {
 	// is finished all the same.
 	err := d.run(ctx, "nightly", 0, func(ctx context.Context, progress func(string)) error {
 		return d.Nightly(ctx, progress)
+	}, func(error) error {
+		err := os.Remove(filepath.Join(d.StateDir, PendingFile))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
 	})
-	if interrupted(ctx, err) {
-		return false
-	}
-	if err := os.Remove(filepath.Join(d.StateDir, PendingFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		d.Log.Warn("clearing the nightly marker", slog.Any("err", err))
-	}
-	return true
+	return !interrupted(ctx, err)
 }
 
 // runQueued claims and runs one queued job; ran is false when the queue
 // was empty.
 func (d *Daemon) runQueued(ctx context.Context) (ran bool, err error) {
-	job, err := d.Queue.Claim(ctx, d.Worker)
+	job, err := d.Queue.Claim(ctx, d.Worker, d.Kinds...)
 	if err != nil || job == nil {
 		return false, err
 	}
-	var jobErr error
-	if job.Attempts > MaxAttempts {
-		jobErr = fmt.Errorf("gave up after %d attempts: each one stopped the daemon before the job finished (see the daemon's log)", job.Attempts-1)
-		d.Log.Error("job", slog.String("kind", job.Kind), slog.Int64("id", job.ID), slog.String("result", "failed"), slog.Any("err", jobErr))
-	} else {
-		jobErr = d.run(ctx, job.Kind, job.ID, func(ctx context.Context, progress func(string)) error {
-			return d.RunJob(ctx, *job, progress)
-		})
-		if interrupted(ctx, jobErr) {
-			// Left running under our name; the next daemon resumes it.
-			return true, nil
+	finish := func(jobErr error) error {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := d.Queue.Finish(fctx, job.ID, jobErr); err != nil {
+			return fmt.Errorf("recording the end of job %d: %w", job.ID, err)
 		}
+		return nil
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	if err := d.Queue.Finish(fctx, job.ID, jobErr); err != nil {
-		return true, fmt.Errorf("recording the end of job %d: %w", job.ID, err)
+	if job.Attempts > MaxAttempts {
+		jobErr := fmt.Errorf("gave up after %d attempts: each one stopped the daemon before the job finished (see the daemon's log)", job.Attempts-1)
+		d.Log.Error("job", slog.String("kind", job.Kind), slog.Int64("id", job.ID), slog.String("result", "failed"), slog.Any("err", jobErr))
+		return true, finish(jobErr)
 	}
+	// An interrupted job stays running under our name; the next daemon
+	// requeues and resumes it.
+	_ = d.run(ctx, job.Kind, job.ID, func(ctx context.Context, progress func(string)) error {
+		return d.RunJob(ctx, *job, progress)
+	}, finish)
 	return true, nil
 }
 
 // run runs one job under the machine lock, recovering a panic into an
-// error, and logs its health line.
-func (d *Daemon) run(ctx context.Context, kind string, id int64, fn func(context.Context, func(string)) error) (err error) {
+// error; unless the job was interrupted it records the outcome with finish,
+// then logs the job's health line.
+func (d *Daemon) run(ctx context.Context, kind string, id int64, fn func(context.Context, func(string)) error, finish func(error) error) (err error) {
 	js := &JobStatus{Kind: kind, ID: id, Started: d.Now().UTC()}
 	unlock, err := LockMachine(ctx, d.StateDir, false)
 	var busy *BusyError
@@ -297,6 +302,10 @@ func (d *Daemon) run(ctx context.Context, kind string, id int64, fn func(context
 		d.writeStatus()
 		err = d.protect(ctx, fn, func(p string) { d.progress(ctx, js, p) })
 		unlock()
+	}
+	var ferr error
+	if !interrupted(ctx, err) {
+		ferr = finish(err)
 	}
 
 	js.Finished = d.Now().UTC()
@@ -314,6 +323,9 @@ func (d *Daemon) run(ctx context.Context, kind string, id int64, fn func(context
 	default:
 		js.Result = "ok"
 		d.Log.Info("job", append(attrs, slog.String("result", js.Result))...)
+	}
+	if ferr != nil {
+		d.Log.Error("job", append(attrs, slog.String("result", "not recorded"), slog.Any("err", ferr))...)
 	}
 	d.mu.Lock()
 	d.status.Current, d.status.Last = nil, js
@@ -344,8 +356,8 @@ func (d *Daemon) progress(ctx context.Context, js *JobStatus, text string) {
 	js.Progress = text
 	d.mu.Unlock()
 	d.writeStatus()
-	if p, ok := d.Queue.(Progresser); ok && js.ID != 0 {
-		if err := p.SetProgress(ctx, js.ID, text); err != nil && ctx.Err() == nil {
+	if d.Queue != nil && js.ID != 0 {
+		if err := d.Queue.SetProgress(ctx, js.ID, text); err != nil && ctx.Err() == nil {
 			d.Log.Warn("recording progress", slog.Int64("id", js.ID), slog.Any("err", err))
 		}
 	}

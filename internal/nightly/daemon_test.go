@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/store"
 )
 
 // memQueue is an in-memory Queue with the store's claim rules, for the
@@ -20,7 +22,7 @@ type memQueue struct {
 }
 
 type memJob struct {
-	Job
+	store.Job
 	status, worker, err, progress string
 }
 
@@ -28,24 +30,35 @@ func (q *memQueue) add(kind string) int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	id := int64(len(q.jobs) + 1)
-	q.jobs = append(q.jobs, &memJob{Job: Job{ID: id, Kind: kind}, status: "queued"})
+	q.jobs = append(q.jobs, &memJob{Job: store.Job{ID: id, Kind: kind}, status: "queued"})
 	return id
 }
 
-func (q *memQueue) Claim(_ context.Context, worker string) (*Job, error) {
+func (q *memQueue) Claim(_ context.Context, worker string, kinds ...string) (*store.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, pass := range []string{"running", "queued"} {
-		for _, j := range q.jobs {
-			if j.status == pass && (pass == "queued" || j.worker == worker) {
-				j.status, j.worker = "running", worker
-				j.Attempts++
-				c := j.Job
-				return &c, nil
-			}
+	for _, j := range q.jobs {
+		if j.status == "queued" {
+			j.status, j.worker = "running", worker
+			j.Attempts++
+			c := j.Job
+			return &c, nil
 		}
 	}
 	return nil, nil
+}
+
+func (q *memQueue) Requeue(_ context.Context, worker string) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, j := range q.jobs {
+		if j.status == "running" && j.worker == worker {
+			j.status = "queued"
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (q *memQueue) Finish(_ context.Context, id int64, jobErr error) error {
@@ -100,7 +113,7 @@ func TestDaemonRunsScheduleAndQueue(t *testing.T) {
 			return nil
 		},
 		Queue: q,
-		RunJob: func(ctx context.Context, job Job, progress func(string)) error {
+		RunJob: func(ctx context.Context, job store.Job, progress func(string)) error {
 			defer func() { jobsDone <- job.ID }()
 			progress("step 1 of 1")
 			switch job.Kind {

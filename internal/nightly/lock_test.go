@@ -19,6 +19,8 @@ func TestMain(m *testing.M) {
 	case "lock":
 		holdLock(os.Getenv("PGBISECT_STATE"))
 		return
+	case "daemon":
+		os.Exit(daemonChild())
 	}
 	code := m.Run()
 	closeStore()
