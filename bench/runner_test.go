@@ -19,7 +19,7 @@ import (
 // pgBin returns the bin directory of Debian's PostgreSQL 15 (or
 // PGBISECT_TEST_PGBIN). Under CI=true a missing installation fails the
 // test: CI must have run scripts/setup-debian.sh.
-func pgBin(t *testing.T) string {
+func pgBin(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("PGBISECT_TEST_PGBIN")
 	if dir == "" {
@@ -39,7 +39,7 @@ func pgBin(t *testing.T) string {
 
 // newTestRunner returns a Runner over a state directory the server's user
 // can reach (t.TempDir's parent is 0700).
-func newTestRunner(t *testing.T) (*Runner, string) {
+func newTestRunner(t testing.TB) (*Runner, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pgbisect-bench-test-")
 	if err != nil {
