@@ -42,6 +42,7 @@ type cluster struct {
 	user    *proc.User // nil when not root
 	running bool
 	setupOK bool // setup steps ran on this cluster
+	lastUse int  // Runner.uses when a sample last ran on it
 }
 
 // newCluster creates the directories of a new cluster (no initdb yet).

@@ -53,8 +53,9 @@ type Sample struct {
 // every sample starts the server, runs the workload and stops it again.
 // Kept clusters are therefore stopped between samples, so interleaving
 // targets (A B B A) keeps several data directories on disk but never two
-// idle servers in memory competing with the one being measured. Close
-// removes the kept clusters. A sample that fails or is cancelled kills its
+// idle servers in memory competing with the one being measured; at most
+// MaxKept are kept (least recently used removed first) so a long bisection
+// does not fill the disk. Close removes the kept clusters. A sample that fails or is cancelled kills its
 // server and removes its cluster (a restart cluster is rebuilt by the next
 // sample), unless KeepClusters is set.
 type Runner struct {
@@ -75,9 +76,15 @@ type Runner struct {
 	Log *slog.Logger
 	// KeepClusters leaves cluster directories behind for debugging.
 	KeepClusters bool
+	// MaxKept bounds the stopped clusters kept for "restart" scenarios
+	// (each holds its setup's data); the least recently used is removed
+	// beyond it and rebuilt if needed again. Default: 4, enough for the
+	// targets of a comparison or a bisection step at a time.
+	MaxKept int
 
 	mu           sync.Mutex
 	kept         map[string]*cluster
+	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
 }
@@ -131,7 +138,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			if r.kept == nil {
 				r.kept = map[string]*cluster{}
 			}
+			r.uses++
+			c.lastUse = r.uses
 			r.kept[key] = c
+			r.evict(ctx, sc)
 			return
 		}
 		r.discard(ctx, c, sc)
@@ -326,6 +336,25 @@ func (r *Runner) discard(ctx context.Context, c *cluster, sc *Scenario) {
 		return
 	}
 	c.remove()
+}
+
+// evict removes the least recently used kept clusters beyond MaxKept.
+func (r *Runner) evict(ctx context.Context, sc *Scenario) {
+	max := r.MaxKept
+	if max <= 0 {
+		max = 4
+	}
+	for len(r.kept) > max {
+		oldest := ""
+		for k, c := range r.kept {
+			if oldest == "" || c.lastUse < r.kept[oldest].lastUse {
+				oldest = k
+			}
+		}
+		c := r.kept[oldest]
+		delete(r.kept, oldest)
+		r.discard(ctx, c, sc)
+	}
 }
 
 // Close removes the clusters the Runner keeps for "restart" scenarios.

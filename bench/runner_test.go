@@ -455,6 +455,15 @@ func TestInterleaveRuns(t *testing.T) {
 	if got := strings.Join(order, " "); got != "A B B A A B" {
 		t.Errorf("order %q, want A B B A A B", got)
 	}
+	// Beyond MaxKept, the least recently used cluster goes.
+	r.MaxKept = 1
+	if err := Interleave(context.Background(), r, sc, targets, sc.Points()[0], 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if dirs := clusterDirs(t, state); len(dirs) != 1 {
+		t.Errorf("MaxKept 1: clusters %v", dirs)
+	}
+	r.MaxKept = 0
 	stop := errors.New("stop")
 	n := 0
 	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], 3, func(Sample) error { n++; return stop })
