@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+func init() {
+	register(command{
+		Name:    "nightly",
+		Summary: "one nightly pass: fetch, build the branch head, compare it with the last night, bisect what got slower",
+		Run:     nightlyRun,
+	})
+}
+
+func nightlyRun(ctx context.Context, env *Env) error {
+	fs := newFlags(env, "nightly", "[--force] [--wait] [flags]")
+	force := fs.Bool("force", false, "measure the head even if it has not moved since the last pass")
+	wait := fs.Bool("wait", false, "wait while another pgbisect job uses the machine (default: refuse)")
+	noPost := fs.Bool("no-post", false, "record findings but post nothing (they wait for 'pgbisect post --pending')")
+	flags := nightlyCommonFlags(fs)
+	pos, err := parseFlags(fs, env)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("unexpected argument %q", pos[0])
+	}
+	cfg, err := flags.load()
+	if err != nil {
+		return err
+	}
+	unlock, err := nightlyLockMachine(ctx, env, cfg.StateDir, *wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	d, err := nightlyOpen(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	p := d.pass(*force, func(s string) { fmt.Fprintln(env.Stderr, s) })
+	res, err := p.Run(ctx)
+	if res != nil {
+		nightlyPrint(env.Stdout, res)
+	}
+	if !*noPost {
+		d.deliver(ctx)
+	}
+	return err
+}
+
+// nightlyFlags are the flags every command of this file takes.
+type nightlyFlags struct {
+	config, state, repo, db *string
+}
+
+func nightlyCommonFlags(fs interface {
+	String(name, value, usage string) *string
+}) nightlyFlags {
+	return nightlyFlags{
+		config: fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)"),
+		state:  fs.String("state", "", "state `DIR` (default from the config)"),
+		repo:   fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)"),
+		db:     fs.String("db", "", "results database `URL` (default: the config's db, PGBISECT_DB, else a private cluster in the state directory)"),
+	}
+}
+
+// load loads the config and applies the flags to it.
+func (f nightlyFlags) load() (*config.Config, error) {
+	cfg, err := runLoadConfig(*f.config)
+	if err != nil {
+		return nil, err
+	}
+	if *f.state != "" {
+		cfg.StateDir = *f.state
+	}
+	if *f.repo != "" {
+		cfg.Repo = *f.repo
+	}
+	if *f.db != "" {
+		cfg.DB = *f.db
+	}
+	if abs, err := filepath.Abs(cfg.StateDir); err == nil {
+		cfg.StateDir = abs
+	}
+	if !build.IsURL(cfg.Repo) {
+		if abs, err := filepath.Abs(cfg.Repo); err == nil {
+			cfg.Repo = abs
+		}
+	}
+	return cfg, nil
+}
+
+// nightlyLockMachine takes the machine lock, saying who holds it when it
+// is busy: with wait it waits for them, without it refuses.
+func nightlyLockMachine(ctx context.Context, env *Env, stateDir string, wait bool) (func(), error) {
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	unlock, err := nightly.LockMachine(ctx, stateDir, false)
+	var busy *nightly.BusyError
+	if errors.As(err, &busy) && wait {
+		fmt.Fprintf(env.Stderr, "waiting for the machine: %s is using it\n", busy.Holder)
+		return nightly.LockMachine(ctx, stateDir, true)
+	}
+	return unlock, err
+}
+
+// nightlyDeps are the parts a nightly pass and the daemon's jobs run on.
+type nightlyDeps struct {
+	cfg       *config.Config
+	env       *Env
+	store     *store.Store
+	repo      *build.Repo
+	builder   *build.Builder
+	runner    *bench.Runner
+	scenarios []*bench.Scenario
+	mu        sync.Mutex // serialises bisectExecute's use of env
+}
+
+// nightlyOpen checks the suite, then opens the results store, the
+// repository and the builder.
+func nightlyOpen(ctx context.Context, env *Env, cfg *config.Config) (*nightlyDeps, error) {
+	d := &nightlyDeps{cfg: cfg, env: env}
+	for _, s := range cfg.Nightly.Scenarios {
+		path, err := filepath.Abs(cfg.ScenarioPath(s))
+		if err != nil {
+			return nil, err
+		}
+		sc, err := bench.LoadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("nightly suite: %w", err)
+		}
+		d.scenarios = append(d.scenarios, sc)
+	}
+	if len(d.scenarios) == 0 {
+		return nil, errors.New("the nightly suite is empty: list scenario files under nightly.scenarios in the config")
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	if err != nil {
+		return nil, err
+	}
+	d.store = st
+	if d.builder, d.repo, err = openBuilder(ctx, env, cfg); err != nil {
+		st.Close()
+		return nil, err
+	}
+	d.runner = &bench.Runner{StateDir: cfg.StateDir, ClientBin: cfg.Bench.ClientBin, Log: env.Log, KeepClusters: cfg.Bench.KeepClusters}
+	if proc.IsRoot() {
+		if d.runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *nightlyDeps) close() {
+	_ = d.runner.Close(context.Background())
+	d.store.Close()
+}
+
+// pass returns a nightly pass over the configured branch and suite.
+func (d *nightlyDeps) pass(force bool, progress func(string)) *nightly.Pass {
+	return &nightly.Pass{
+		Branch:       d.cfg.Branch,
+		Scenarios:    d.scenarios,
+		Thresholds:   nightlyThresholds(d.cfg.Stats),
+		Force:        force,
+		BuildOptions: d.builder.Options().String(),
+		Repo:         d.repo,
+		Builder:      d.builder,
+		Sampler:      d.runner,
+		Store:        d.store,
+		Bisect: func(ctx context.Context, req nightly.BisectRequest) (*notify.Finding, error) {
+			return d.bisect(ctx, req, progress)
+		},
+		Report: func(ctx context.Context, f *notify.Finding) error {
+			box, _ := postOpenOutbox(d.cfg)
+			dir, err := notify.Publish(ctx, notify.ReportsDir(d.cfg.StateDir), f, box)
+			if err == nil {
+				progress(fmt.Sprintf("finding %s: %s", notify.Title(f), filepath.Join(dir, notify.ReportMarkdown)))
+			}
+			return err
+		},
+		Log:      d.env.Log,
+		Progress: progress,
+	}
+}
+
+// nightlyThresholds are the thresholds of the night-to-night comparison:
+// bench/stats' defaults with the config's stats section over them.
+func nightlyThresholds(s config.Stats) stats.Thresholds {
+	th := stats.DefaultThresholds
+	if s.Alpha > 0 {
+		th.Alpha = s.Alpha
+	}
+	if s.Confidence > 0 {
+		th.Confidence = s.Confidence
+	}
+	if s.MinEffect > 0 {
+		th.MinEffect = s.MinEffect
+	}
+	if s.StartSamples > 0 {
+		th.StartSamples = s.StartSamples
+	}
+	if s.Batch > 0 {
+		th.Batch = s.Batch
+	}
+	if s.MaxSamples > 0 {
+		th.MaxSamples = s.MaxSamples
+	}
+	th.MaxTime = s.MaxTime
+	return th.WithDefaults()
+}
+
+// bisect runs a bisection as 'pgbisect bisect' does (same state files, so
+// an interrupted one resumes), with the bisection's own thresholds except
+// the smallest effect, which is the nightly's.
+func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, progress func(string)) (*notify.Finding, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cfg := *d.cfg
+	env := &Env{Stdout: io.Discard, Stderr: nightlyLineWriter(nil, progress), Log: d.env.Log}
+	out, err := bisectExecute(ctx, env, &cfg, bisectRequest{
+		Scenario: req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
+		Thresholds: bisectThresholds(d.cfg.Stats, 0, req.Thresholds.MinEffect, 0),
+		ClientBin:  d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Finding, nil
+}
+
+// deliver posts pending findings when posting is configured.
+func (d *nightlyDeps) deliver(ctx context.Context) {
+	if d.cfg.GitHub.Repo == "" || os.Getenv("GITHUB_TOKEN") == "" {
+		return
+	}
+	p, err := notify.NewPoster(notify.GitHubOptionsFrom(d.cfg.GitHub))
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
+		return
+	}
+	p.Log = d.env.Log
+	box, where := postOpenOutbox(d.cfg)
+	unlock, err := box.Lock(ctx)
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
+		return
+	}
+	defer unlock()
+	del, err := p.Deliver(ctx, box)
+	for _, pst := range del.Posts {
+		fmt.Fprintf(d.env.Stderr, "posted: %s\n", postLine(pst))
+	}
+	for _, e := range del.Failed {
+		fmt.Fprintf(d.env.Stderr, "not posted (waits in %s for 'pgbisect post --pending'): %v\n", where, e)
+	}
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "posting: %v\n", err)
+	}
+}
+
+// nightlyPrint prints what a pass did.
+func nightlyPrint(w io.Writer, res *nightly.Result) {
+	r := res.Run
+	fmt.Fprintf(w, "nightly %s at %s: %s\n", r.Branch, build.Short(r.Commit), r.Status)
+	if res.Detail.Base != "" {
+		fmt.Fprintf(w, "compared with %s\n", build.Short(res.Detail.Base))
+	}
+	for _, m := range res.Detail.Results {
+		point := m.Point
+		if point != "" {
+			point = " " + point
+		}
+		fmt.Fprintf(w, "  %s%s %s: %s %+.1f%% (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, m.Verdict, 100*m.Change, m.P, m.N)
+	}
+	for _, c := range res.Detail.ChangePoints {
+		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%\n",
+			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Verdict, 100*c.Change)
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(w, "finding %s: %s\n", f.ID, notify.Title(f))
+	}
+	if res.Detail.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", res.Detail.Error)
+	}
+}
+
+// nightlyLineWriter copies to w and hands each complete line to fn.
+func nightlyLineWriter(w io.Writer, fn func(string)) io.Writer {
+	return &lineWriter{w: w, fn: fn}
+}
+
+type lineWriter struct {
+	w   io.Writer
+	fn  func(string)
+	buf []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	if l.w != nil {
+		if _, err := l.w.Write(p); err != nil {
+			return 0, err
+		}
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := strings.IndexByte(string(l.buf), '\n')
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(string(l.buf[:i])); line != "" && l.fn != nil {
+			l.fn(line)
+		}
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
