@@ -2,6 +2,7 @@ package stats
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -54,27 +55,20 @@ var boundaries sync.Map // boundaryKey -> []float64
 // lookAlphas returns the level of each of th.Looks().
 func (th Thresholds) lookAlphas() []float64 {
 	looks := th.Looks()
-	key := boundaryKey{th.Alpha, string(intsKey(looks))}
+	key := boundaryKey{th.Alpha, fmt.Sprint(looks)}
 	if v, ok := boundaries.Load(key); ok {
 		return v.([]float64)
 	}
-	alphas := calibrate(th.Alpha, looks)
-	boundaries.Store(key, alphas)
-	return alphas
-}
-
-func intsKey(xs []int) []byte {
-	var b []byte
-	for _, x := range xs {
-		b = append(b, byte(x>>24), byte(x>>16), byte(x>>8), byte(x))
-	}
-	return b
+	// Concurrent first callers may both calibrate; the result is
+	// deterministic, so whichever is stored is the same.
+	v, _ := boundaries.LoadOrStore(key, calibrate(th.Alpha, looks))
+	return v.([]float64)
 }
 
 // calibrate finds the largest c such that rejecting when p < c*w_k at look
 // k (w = earlyWeight before the last look, 1 at it) rejects at most
 // Alpha of the simulated null comparisons, less calibrationZ standard
-// errors. p is min(Mann–Whitney, KS) as Compare computes it.
+// errors. p is combineP of both tests, as Compare computes it.
 func calibrate(alpha float64, looks []int) []float64 {
 	nmax := looks[len(looks)-1]
 	weights := make([]float64, len(looks))

@@ -107,7 +107,7 @@ func (c Comparison) Worse() float64 {
 func (c Comparison) AtBudget() Comparison {
 	if c.Verdict == Unknown {
 		c.Verdict = Inconclusive
-		c.Warnings = append(slices.Clone(c.Warnings), "time budget reached before a verdict")
+		c.Warnings = append(slices.Clone(c.Warnings), "budget reached before a verdict")
 	}
 	return c
 }
@@ -149,7 +149,7 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		c.Ratio = c.B.Median / c.A.Median
 		c.Lo, c.Hi = RatioCI(sa, sb, th.Confidence, th.Resamples)
 	} else {
-		c.Warnings = append(c.Warnings, "values are not all positive: no ratio of medians, verdict from p-values cannot be made")
+		c.Warnings = append(c.Warnings, "values are not all positive, so there is no ratio of medians and no verdict")
 	}
 	if u, err := mstats.MannWhitneyUTest(sa, sb, mstats.LocationDiffers); err == nil {
 		c.PMannWhitney = u.P
