@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -260,13 +261,31 @@ type SimRow struct {
 	Bound                float64 // mean log2(candidates)
 }
 
-// SimulateRow runs cfg runs times with seeds derived from seed.
-func SimulateRow(cfg SimConfig, runs int, seed uint64) (SimRow, error) {
+// SimulateRow runs cfg runs times with seeds derived from seed, on
+// workers goroutines (at least 1). The result does not depend on workers.
+func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, error) {
 	row := SimRow{Config: cfg.withDefaults(), Runs: runs}
+	results := make([]SimRun, runs)
+	errs := make([]error, runs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				results[r], errs[r] = Simulate(cfg, seed*1_000_003+uint64(r))
+			}
+		}()
+	}
 	for r := range runs {
-		res, err := Simulate(cfg, seed*1_000_003+uint64(r))
-		if err != nil {
-			return row, err
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	for r, res := range results {
+		if errs[r] != nil {
+			return row, errs[r]
 		}
 		if res.Exact {
 			row.ExactRate++

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -23,7 +24,6 @@ func simRows() []SimConfig {
 		SimConfig{Commits: 5000, Culprits: 1, Effect: 0.10, BrokenStretches: 10},
 		SimConfig{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 3, Effect: 0.10, BrokenStretches: 3},
-		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.20, Noise: NoiseLognormal, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 2, Noise: NoiseOutliers, BrokenStretches: 3}, // 3–30%
 		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.03, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 0, BrokenStretches: 3},
@@ -40,7 +40,7 @@ func TestSimulationTable(t *testing.T) {
 	}
 	var rows []SimRow
 	for i, cfg := range simRows() {
-		row, err := SimulateRow(cfg, *simRuns, uint64(i+1))
+		row, err := SimulateRow(cfg, *simRuns, uint64(i+1), runtime.NumCPU())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestSimulationTable(t *testing.T) {
 // few seeded bisections of a 10% culprit under 10% noise must name it and
 // never blame anything else.
 func TestSimulationSmoke(t *testing.T) {
-	row, err := SimulateRow(SimConfig{Commits: 200, Culprits: 1, Effect: 0.10, BrokenStretches: 2}, 10, 42)
+	row, err := SimulateRow(SimConfig{Commits: 200, Culprits: 1, Effect: 0.10, BrokenStretches: 2}, 10, 42, runtime.NumCPU())
 	if err != nil {
 		t.Fatal(err)
 	}
