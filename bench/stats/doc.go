@@ -61,8 +61,8 @@
 // p-values from exact tables identical to those Compare computes, therefore
 // gives the boundary for all of them. The calibration keeps the simulated
 // rate 2.33 Monte Carlo standard errors below Alpha (about 0.93% for the
-// default 1%), runs once per Alpha and look schedule (about half a second)
-// and is cached. Compared with plain Bonferroni over looks and tests
+// default 1%), runs once per Alpha and look schedule (about a second) and is
+// cached; the boundary of DefaultThresholds is stored precomputed. Compared with plain Bonferroni over looks and tests
 // (Alpha/12 per look) it spends the level where the power is: with the
 // defaults the last look tests at 0.0083 and the earlier ones at 0.00083.
 // Looks at which no p-value can reach the level (n = 5: the smallest

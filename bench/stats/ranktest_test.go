@@ -240,3 +240,10 @@ func TestBonferroniFallback(t *testing.T) {
 		t.Errorf("last look %v is not first %v / earlyWeight", alphas[len(alphas)-1], alphas[0])
 	}
 }
+
+func TestDefaultBoundary(t *testing.T) {
+	th := DefaultThresholds
+	if got := calibrate(th.Alpha, th.Looks()); !slices.Equal(got, defaultBoundary) {
+		t.Errorf("calibrate(defaults) = %v, stored %v: update defaultBoundary", got, defaultBoundary)
+	}
+}
