@@ -306,8 +306,12 @@ func FormatSimTable(rows []SimRow) string {
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		unknown := r.Runs - r.Different - r.Same - r.Inconclusive
-		fmt.Fprintf(&sb, "| %s | %g%% | %g%% | %d | %s | %d | %s | %s | %d | %.1f |\n",
-			r.Model, 100*r.Noise, 100*r.Effect, r.Runs, pct(r.Different, r.Runs), r.Wrong,
+		wrong := fmt.Sprint(r.Wrong)
+		if r.Effect == 0 {
+			wrong = "-" // every "different" is false; see the different column
+		}
+		fmt.Fprintf(&sb, "| %s | %g%% | %g%% | %d | %s | %s | %s | %s | %d | %.1f |\n",
+			r.Model, 100*r.Noise, 100*r.Effect, r.Runs, pct(r.Different, r.Runs), wrong,
 			pct(r.Same, r.Runs), pct(r.Inconclusive, r.Runs), unknown, r.MeanSamples)
 	}
 	return sb.String()
