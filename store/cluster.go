@@ -199,14 +199,11 @@ func (c *Cluster) ping(ctx context.Context) error {
 // is not running, recovering from a stale postmaster.pid. Concurrent calls
 // (two pgbisect processes) are serialised by a file lock beside Dir.
 func (c *Cluster) Start(ctx context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(c.Dir), 0o755); err != nil {
-		return fmt.Errorf("creating the state directory: %w", err)
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
 	}
-	lock := flock.New(c.Dir + ".lock")
-	if _, err := lock.TryLockContext(ctx, 100*time.Millisecond); err != nil {
-		return fmt.Errorf("locking the results cluster: %w", err)
-	}
-	defer lock.Unlock() //nolint:errcheck // closing the file releases it too
+	defer unlock()
 
 	st, err := c.Status(ctx)
 	if err != nil {
@@ -237,6 +234,29 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("starting the results cluster: %w%s", err, c.logTail())
 	}
 	return c.createDatabase(ctx)
+}
+
+// ensureRunning starts the cluster unless its postmaster is alive. It reads
+// only postmaster.pid and /proc, so it is cheap enough to run before every
+// new connection.
+func (c *Cluster) ensureRunning(ctx context.Context) error {
+	if pid, err := c.postmasterPID(); err == nil && c.ours(pid) {
+		return nil
+	}
+	c.Log.Warn("the results cluster is not running; starting it", slog.String("dir", c.Dir))
+	return c.Start(ctx)
+}
+
+// lock serialises starting and stopping the cluster between processes.
+func (c *Cluster) lock(ctx context.Context) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(c.Dir), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	l := flock.New(c.Dir + ".lock")
+	if _, err := l.TryLockContext(ctx, 100*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("locking the results cluster: %w", err)
+	}
+	return func() { _ = l.Unlock() }, nil
 }
 
 // waitReady waits until the server with pid accepts connections or exits.
@@ -278,6 +298,11 @@ func (c *Cluster) removeStale() error {
 // Stop shuts the cluster down (fast mode: sessions are disconnected,
 // nothing is lost). Stopping a cluster that is not running is not an error.
 func (c *Cluster) Stop(ctx context.Context) error {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := c.Status(ctx)
 	if err != nil {
 		return err

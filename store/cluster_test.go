@@ -44,7 +44,7 @@ func status(t *testing.T, c *Cluster) ClusterStatus {
 
 // TestPrivateCluster is the path taken with no database configured: the
 // cluster is created on first use, listens on a private socket only, is
-// reused by the next Open, and starts again after a stop.
+// reused by the next Open, and an open store starts it again after a stop.
 func TestPrivateCluster(t *testing.T) {
 	needServer(t)
 	ctx := context.Background()
@@ -88,7 +88,7 @@ func TestPrivateCluster(t *testing.T) {
 	if err := s.RecordBuild(ctx, Build{Key: "k1", Commit: "c1", Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	defer s.Close()
 
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -100,11 +100,13 @@ func TestPrivateCluster(t *testing.T) {
 		t.Fatalf("stopping a stopped cluster: %v", err)
 	}
 
-	// Started on demand again, with the data kept.
-	s = openPrivate(t, dir)
-	defer s.Close()
+	// A long-running process (the daemon) whose cluster was stopped under
+	// it starts it again on its next query, with the data kept.
 	if _, err := s.Build(ctx, "k1"); err != nil {
-		t.Fatalf("data lost across a restart: %v", err)
+		t.Fatalf("after the cluster was stopped under an open store: %v", err)
+	}
+	if st := status(t, c); !st.Running || st.PID == first.PID {
+		t.Fatalf("cluster %+v, want running under a new pid (was %d)", st, first.PID)
 	}
 
 	// psql reaches the store with the URL "pgbisect db url" prints.

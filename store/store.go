@@ -90,6 +90,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("results database URL: %w (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", err)
 	}
+	if c := s.cluster; c != nil {
+		// The private cluster may be stopped ("pgbisect db stop") or crash
+		// under a long-running daemon: check connections before use (a ping
+		// on a unix socket costs ~0.1 ms) and start the cluster again
+		// before making a new one.
+		pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
+		pcfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error { return c.ensureRunning(ctx) }
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the results database: %w", err)
