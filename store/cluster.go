@@ -298,6 +298,9 @@ func (c *Cluster) removeStale() error {
 // Stop shuts the cluster down (fast mode: sessions are disconnected,
 // nothing is lost). Stopping a cluster that is not running is not an error.
 func (c *Cluster) Stop(ctx context.Context) error {
+	if _, err := os.Stat(c.Dir); errors.Is(err, os.ErrNotExist) {
+		return nil // never created: nothing to stop, and no lock file to make
+	}
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return err
