@@ -11,9 +11,11 @@ import (
 )
 
 // RatioCI returns a percentile bootstrap interval at the given confidence
-// for median(b)/median(a), from resamples independent resamples of each
-// side. a and b must be sorted ascending and non-empty. The generator is
-// seeded from the values, so equal inputs give equal intervals.
+// for the ratio of medians median(b)/median(a), from resamples independent
+// resamples of each side; each resample's median is its Harrell–Davis
+// estimate (see hdWeights). a and b must be sorted ascending, non-empty and
+// positive. The generator is seeded from the values, so equal inputs give
+// equal intervals.
 func RatioCI(a, b []float64, confidence float64, resamples int) (lo, hi float64) {
 	rng := rand.New(rand.NewPCG(seed(a, b)))
 	ca := make([]int, len(a))
