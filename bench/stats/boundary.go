@@ -90,7 +90,11 @@ func calibrate(alpha float64, looks []int) []float64 {
 		weights[k] = earlyWeight
 	}
 	weights[len(looks)-1] = 1
-	if len(looks) > maxCalibratedLooks || nmax > maxCalibratedSamples {
+	total := 0
+	for _, n := range looks {
+		total += n
+	}
+	if total > maxCalibratedRuns || nmax > maxCalibratedSamples {
 		return bonferroni(alpha, looks, weights)
 	}
 	tables := make([]nullTable, len(looks))
@@ -131,10 +135,11 @@ func calibrate(alpha float64, looks []int) []float64 {
 	return alphas
 }
 
-// Plans beyond these sizes would make the calibration slow; they get the
-// weighted Bonferroni boundary instead.
+// Plans beyond these sizes would make the calibration slow (its cost grows
+// with the runs summed over all looks: about 1 s for the default 105); they
+// get the weighted Bonferroni boundary instead.
 const (
-	maxCalibratedLooks   = 20
+	maxCalibratedRuns    = 400
 	maxCalibratedSamples = 100
 )
 
