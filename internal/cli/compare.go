@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+func init() {
+	register(command{
+		Name:    "compare",
+		Summary: "measure two builds interleaved, with adaptive sampling, and give a verdict per metric",
+		Run:     runCompare,
+	})
+}
+
+// compareResult is the --json output of pgbisect compare.
+type compareResult struct {
+	Scenario   string               `json:"scenario"`
+	A          string               `json:"a"`
+	B          string               `json:"b"`
+	ClientBin  string               `json:"client_bin"`
+	Thresholds stats.Thresholds     `json:"thresholds"`
+	Points     []comparePointResult `json:"points"`
+	Elapsed    time.Duration        `json:"elapsed_ns"`
+}
+
+type comparePointResult struct {
+	Point   string                `json:"point"`
+	Metrics []compareMetricResult `json:"metrics"`
+	Env     bench.Environment     `json:"environment"`
+}
+
+type compareMetricResult struct {
+	Name       string           `json:"name"`
+	Unit       string           `json:"unit"`
+	Better     string           `json:"better"`
+	Comparison stats.Comparison `json:"comparison"`
+	A          []float64        `json:"a_values"`
+	B          []float64        `json:"b_values"`
+}
+
+func runCompare(ctx context.Context, env *Env) error {
+	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n\nA and B are revisions to build (or reuse from the cache), or bin directories of installations.")
+	scenario := fs.String("s", "", "scenario file (required)")
+	fs.StringVar(scenario, "scenario", "", "scenario file (same as -s)")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	point := fs.String("point", "", "compare only the matrix point `P` (e.g. clients=1)")
+	sets := runSetFlag{}
+	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable)")
+	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
+	stateDir := fs.String("state", "", "state `DIR` (default from the config)")
+	repo := fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)")
+	clientBin := fs.String("client-bin", "", "directory of the pgbench/psql used for both sides (default bench.client_bin, else A's)")
+	alpha := fs.Float64("alpha", 0, "false \"different\" rate across all looks (default 0.01)")
+	minEffect := fs.Float64("min-effect", 0, "smallest relative change that matters, e.g. 0.05 (default 0.03)")
+	maxSamples := fs.Int("max-samples", 0, "budget of samples per side and point (default 30)")
+	maxTime := fs.Duration("max-time", 0, "wall-clock budget per point (default none)")
+	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
+	pos, err := parseFlags(fs, env)
+	if err != nil {
+		return err
+	}
+	if *scenario == "" {
+		return usageError("-s SCENARIO is required (e.g. -s configs/scenarios/copy-single.yaml)")
+	}
+	if len(pos) != 2 {
+		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
+	}
+	cfg, err := runLoadConfig(*configFile)
+	if err != nil {
+		return err
+	}
+	if *stateDir != "" {
+		cfg.StateDir = *stateDir
+	}
+	if *repo != "" {
+		cfg.Repo = *repo
+	}
+	th := bisectThresholds(cfg.Stats, *alpha, *minEffect, *maxSamples)
+	if *maxTime > 0 {
+		th.MaxTime = *maxTime
+	}
+	sc, err := bench.LoadFileWith(*scenario, sets)
+	if err != nil {
+		return err
+	}
+	points := sc.Points()
+	if *point != "" {
+		pt, err := sc.FindPoint(*point)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		points = []bench.Point{pt}
+	}
+	unlock, err := nightlyLockMachine(ctx, env, cfg.StateDir, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	var targets [2]bench.Target
+	for i, rev := range pos {
+		if targets[i], err = compareTarget(ctx, env, cfg, rev); err != nil {
+			return err
+		}
+	}
+	if targets[0].Name == targets[1].Name {
+		// The same commit on both sides (an A/A check): tell the sides apart.
+		targets[0].Name += "(A)"
+		targets[1].Name += "(B)"
+	}
+	if targets[0].BinDir == targets[1].BinDir {
+		fmt.Fprintf(env.Stderr, "note: %s and %s share one build; comparing it with itself\n", pos[0], pos[1])
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return fmt.Errorf("creating state directory: %w", err)
+	}
+	r := &bench.Runner{
+		StateDir: cfg.StateDir,
+		// One pgbench for both sides, so a change in the client is not
+		// mistaken for a change in the server.
+		ClientBin:    runFirstNonEmpty(*clientBin, cfg.Bench.ClientBin, targets[0].BinDir),
+		Progress:     env.Stderr,
+		Log:          env.Log,
+		KeepClusters: *keep || cfg.Bench.KeepClusters,
+	}
+	if proc.IsRoot() {
+		if r.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
+			return err
+		}
+	}
+	defer r.Close(context.WithoutCancel(ctx))
+
+	start := time.Now()
+	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th}
+	for _, pt := range points {
+		pr, err := comparePoint(ctx, env, r, sc, targets, pt, th)
+		if err != nil {
+			return err
+		}
+		res.Points = append(res.Points, pr)
+	}
+	res.Elapsed = time.Since(start)
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return comparePrint(env.Stdout, res)
+}
+
+// compareTarget builds rev, or, when rev is a directory holding pg_ctl (an
+// installation's bin directory), measures that installation as it is.
+func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string) (bench.Target, error) {
+	if st, err := os.Stat(filepath.Join(rev, "pg_ctl")); err == nil && !st.IsDir() {
+		abs, err := filepath.Abs(rev)
+		if err != nil {
+			return bench.Target{}, err
+		}
+		return bench.Target{Name: abs, BinDir: abs, BuildOptions: "installed at " + abs}, nil
+	}
+	return runBuildTarget(ctx, env, cfg, rev)
+}
+
+// comparePoint samples both targets at pt, interleaved, in the batches the
+// thresholds plan, until every metric has a verdict or the budget is spent.
+func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, th stats.Thresholds) (comparePointResult, error) {
+	specs := sc.MetricSpecs()
+	values := make([][2][]float64, len(specs))
+	pr := comparePointResult{Point: pt.String()}
+	start := time.Now()
+	n, want := 0, th.StartSamples
+	for {
+		err := bench.Interleave(ctx, r, sc, targets[:], pt, want-n, func(s bench.Sample) error {
+			side := 0
+			if s.Target == targets[1].Name {
+				side = 1
+			}
+			for i, m := range specs {
+				values[i][side] = append(values[i][side], s.Values[m.Name])
+			}
+			pr.Env = s.Env
+			fmt.Fprintf(env.Stderr, "compare%s: %s sample %d/%d of up to %d per side, %s elapsed\n",
+				runPointLabel(pt), s.Target, len(values[0][side]), want, th.MaxSamples, time.Since(start).Round(time.Second))
+			return nil
+		})
+		if err != nil {
+			return pr, err
+		}
+		n = want
+		more := 0
+		pr.Metrics = pr.Metrics[:0]
+		overTime := th.MaxTime > 0 && time.Since(start) >= th.MaxTime
+		for i, m := range specs {
+			c := stats.Compare(values[i][0], values[i][1], m.Direction, th)
+			if overTime {
+				c = c.AtBudget()
+			}
+			more = max(more, th.More(c))
+			pr.Metrics = append(pr.Metrics, compareMetricResult{
+				Name: m.Name, Unit: m.Unit, Better: runBetter(m.Direction), Comparison: c,
+				A: values[i][0], B: values[i][1],
+			})
+		}
+		if more == 0 {
+			return pr, nil
+		}
+		fmt.Fprintf(env.Stderr, "compare%s: not yet decided at n=%d per side; taking %d more each\n", runPointLabel(pt), n, more)
+		want = n + more
+	}
+}
+
+// comparePrint writes a benchstat-like table: both sides, the change with its
+// interval, p, n and the verdict; "~" marks no significant change.
+func comparePrint(w io.Writer, res compareResult) error {
+	fmt.Fprintf(w, "scenario %s: A = %s, B = %s (client tools %s)\n\n", res.Scenario, res.A, res.B, res.ClientBin)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "point\tmetric\tA median ±%%sd\tB median ±%%sd\tchange [%.0f%% CI]\tp\tn\tverdict\n", 100*res.Thresholds.Confidence)
+	var warnings []string
+	for _, p := range res.Points {
+		pt := p.Point
+		if pt == "" {
+			pt = "-"
+		}
+		for _, m := range p.Metrics {
+			c := m.Comparison
+			change := compareChange(c)
+			if !c.Verdict.Different() {
+				change = "~ " + change
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s ±%.1f%%\t%s %s ±%.1f%%\t%s\t%s\t%d+%d\t%s\n", pt, m.Name,
+				runNum(c.A.Median), m.Unit, 100*c.A.RelStddev, runNum(c.B.Median), m.Unit, 100*c.B.RelStddev,
+				change, compareP(c.P), c.A.N, c.B.N, c.Verdict)
+			for _, wn := range c.Warnings {
+				warnings = append(warnings, fmt.Sprintf("%s %s: %s", pt, m.Name, wn))
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nregression/improvement: p below the look's level and the interval on one side of 1;\n"+
+		"same: the interval inside ±%.0f%%; inconclusive: neither within %d samples per side.\n",
+		100*res.Thresholds.MinEffect, res.Thresholds.MaxSamples)
+	for _, wn := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	if len(res.Points) > 0 {
+		fmt.Fprintf(w, "\n%s\n", res.Points[0].Env)
+	}
+	return nil
+}
+
+func compareChange(c stats.Comparison) string {
+	if math.IsNaN(c.Ratio) || c.Ratio == 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*(c.Ratio-1), 100*(c.Lo-1), 100*(c.Hi-1))
+}
+
+func compareP(p float64) string {
+	if math.IsNaN(p) {
+		return "?"
+	}
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/pgsrc"
+)
+
+func compareMain(t *testing.T, args ...string) (int, compareResult, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), append([]string{"compare"}, args...), &out, &errb)
+	var res compareResult
+	if code == 0 && strings.Contains(strings.Join(args, " "), "--json") {
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("compare --json output: %v\n%s", err, out.String())
+		}
+	}
+	return code, res, out.String() + errb.String()
+}
+
+func TestCompareUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"A", "B"}, "-s SCENARIO is required"},
+		{[]string{"-s", runScenario, "A"}, "give two revisions"},
+	} {
+		code, _, out := compareMain(t, tt.args...)
+		if code != 2 || !strings.Contains(out, tt.err) {
+			t.Errorf("compare %q: exit %d, output %q; want 2 and %q", tt.args, code, out, tt.err)
+		}
+	}
+}
+
+// TestCompareSameBuild compares Debian's PostgreSQL 15 with itself: an A/A
+// comparison that must never come out "different".
+func TestCompareSameBuild(t *testing.T) {
+	bin := runPG15(t)
+	state := runState(t)
+	code, res, out := compareMain(t, "-s", runScenario, "--state", state, "--set", "rows=100000",
+		"--max-samples", "10", "--json", bin, bin)
+	if code != 0 {
+		t.Fatalf("compare exited %d:\n%s", code, out)
+	}
+	if len(res.Points) != 1 || len(res.Points[0].Metrics) == 0 {
+		t.Fatalf("unexpected result %+v", res)
+	}
+	for _, m := range res.Points[0].Metrics {
+		c := m.Comparison
+		if c.Verdict.Different() {
+			t.Errorf("%s: A/A comparison judged %s (ratio %.3f [%.3f, %.3f], p %.4f)", m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P)
+		}
+		if c.A.N < stats.DefaultThresholds.StartSamples || c.A.N != c.B.N || c.A.N > 10 {
+			t.Errorf("%s: n = %d+%d, want equal sides between the start and the budget", m.Name, c.A.N, c.B.N)
+		}
+	}
+}
+
+// TestCompareDeliberateSlowdown builds the demo history's commit that adds
+// per-row work to COPY FROM and its parent (incremental builds on the
+// shared fixture build) and checks that compare calls it a regression.
+func TestCompareDeliberateSlowdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds PostgreSQL; skipped with -short")
+	}
+	pgsrc.Require(t)
+	state, err := pgsrc.TestStateDir()
+	if err != nil {
+		pgsrc.Unavailable(t, err)
+	}
+	work := t.TempDir()
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := demoPrepare(context.Background(), filepath.Join(work, "demo.git"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	culprit := h.Culprits[0]
+	parent := ""
+	for i, c := range h.Commits {
+		if c == culprit {
+			parent = h.Commits[i-1]
+		}
+	}
+	code, res, out := compareMain(t, "-s", runScenario, "--state", state, "--repo", h.Dir,
+		"--set", "rows=200000", "--point", "", "--min-effect", "0.05", "--json", parent, culprit)
+	if code != 0 {
+		t.Fatalf("compare exited %d:\n%s", code, out)
+	}
+	for _, m := range res.Points[0].Metrics {
+		if m.Name == "copy_time" || m.Name == "parse_time" {
+			c := m.Comparison
+			if c.Verdict != stats.Regression {
+				t.Errorf("%s: %s, want regression (ratio %.3f [%.3f, %.3f], p %.4f, n %d+%d)", m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P, c.A.N, c.B.N)
+			}
+		}
+	}
+}
