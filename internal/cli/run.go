@@ -137,9 +137,6 @@ func runRun(ctx context.Context, env *Env) error {
 			if err != nil {
 				return err
 			}
-			for _, w := range s.Env.Warnings {
-				fmt.Fprintf(env.Stderr, "warning: %s\n", w)
-			}
 			pr.Samples = append(pr.Samples, *s)
 			done++
 		}
