@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -151,9 +153,16 @@ func statusPrint(w io.Writer, rep statusReport, now time.Time) {
 	tw.Flush()
 }
 
+// statusArgs shows a job's arguments on one line, scenario files by name.
 func statusArgs(argv []string) string {
-	s := fmt.Sprint(argv)
-	s = s[1 : len(s)-1]
+	short := make([]string, len(argv))
+	for i, a := range argv {
+		if filepath.IsAbs(a) && strings.HasSuffix(a, ".yaml") {
+			a = filepath.Base(a)
+		}
+		short[i] = a
+	}
+	s := strings.Join(short, " ")
 	if len(s) > 80 {
 		s = s[:77] + "..."
 	}

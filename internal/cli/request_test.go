@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+func TestRequestSplit(t *testing.T) {
+	scen, err := filepath.Abs("../../configs/scenarios/copy-single.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args      []string
+		job, own  []string
+		errSubstr string
+	}{
+		{
+			args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--set", "rows=10"},
+			job:  []string{"--scenario", scen, "--good", "A", "--bad", "B", "--post", "--set", "rows=10"},
+			own:  []string{"--state", "/x"},
+		},
+		{args: []string{"--resume", "abc123", "--db", "postgres:///x"}, job: []string{"--resume", "abc123"}, own: []string{"--db", "postgres:///x"}},
+		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A"}, errSubstr: "needs -s SCENARIO, --good REV and --bad REV"},
+		{args: []string{"-s", "nope.yaml", "--good", "A", "--bad", "B"}, errSubstr: "nope.yaml"},
+		{args: []string{"A", "B"}, errSubstr: "unexpected argument"},
+		{args: []string{"--good"}, errSubstr: "needs a value"},
+	}
+	for _, c := range cases {
+		job, own, err := requestSplit(c.args)
+		if c.errSubstr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errSubstr) {
+				t.Errorf("%q: error %v, want one mentioning %q", c.args, err, c.errSubstr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(job, c.job) || !reflect.DeepEqual(own, c.own) {
+			t.Errorf("%q:\n got job %q own %q err %v\nwant job %q own %q", c.args, job, own, err, c.job, c.own)
+		}
+	}
+}
+
+// TestRequestAndStatus queues a request through the CLI into a real
+// results store and reads it back with status, text and JSON.
+func TestRequestAndStatus(t *testing.T) {
+	if _, err := store.FindBinDir(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs PostgreSQL's server binaries in CI (run scripts/setup-debian.sh): %v", err)
+		}
+		t.Skip(err)
+	}
+	state := t.TempDir()
+	for _, d := range []string{filepath.Dir(state), state} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{}) })
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main(context.Background(), args, &out, &errb); code != 0 {
+			t.Fatalf("pgbisect %q exited %d:\n%s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	out := run("request", "bisect", "-s", "../../configs/scenarios/copy-single.yaml", "--good", "REL_15_0", "--bad", "REL_15_1", "--metric", "copy_time", "--state", state)
+	if !strings.Contains(out, "queued job 1") {
+		t.Fatalf("request said %q", out)
+	}
+	out = run("status", "--state", state)
+	for _, want := range []string{"daemon: not running", "machine: idle", "bisect  queued", "--metric copy_time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The machine lock, held by this process, shows in status.
+	unlock, err := nightly.LockMachine(context.Background(), state, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	var rep statusReport
+	if err := json.Unmarshal([]byte(run("status", "--state", state, "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Machine == nil || rep.Machine.PID != os.Getpid() || len(rep.Jobs) != 1 || rep.Jobs[0].Status != store.JobQueued {
+		t.Fatalf("status --json: %+v", rep)
+	}
+	var args daemonBisectArgs
+	if err := json.Unmarshal(rep.Jobs[0].Args, &args); err != nil || !filepath.IsAbs(args.Argv[1]) {
+		t.Fatalf("queued arguments %s: the scenario path must be absolute (%v)", rep.Jobs[0].Args, err)
+	}
+}
