@@ -135,14 +135,17 @@ func (s *State) force(k int, now time.Time) bool {
 			kids = append(kids, c)
 		}
 	}
-	best, worst := -1, 0.0
+	// Of the halves that got worse, follow the one with the stronger
+	// evidence: the smaller rank-test p-value, which unlike the ratio of
+	// medians stays meaningful when runs fall into two modes.
+	best, bestP := -1, 2.0
 	for _, c := range kids {
 		p := s.Pairs[c]
 		if p.Verdict == VerdictPending || p.followed() {
 			return false
 		}
-		if p.Verdict != VerdictSame && p.Result != nil && p.Result.Worse > worst {
-			best, worst = c, p.Result.Worse
+		if p.Verdict != VerdictSame && p.Result != nil && p.Result.Worse > 0 && p.Result.P < bestP {
+			best, bestP = c, p.Result.P
 		}
 	}
 	if best < 0 {
@@ -150,8 +153,8 @@ func (s *State) force(k int, now time.Time) bool {
 	}
 	p := &s.Pairs[best]
 	p.Forced = true
-	s.logf(now, "force", s.Commits[p.Right].Hash, "neither half of %s..%s is a regression within the budget; following %s..%s, the half that got worse (%+.1f%%)",
-		s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), s.Commits[p.Left].Short(), s.Commits[p.Right].Short(), 100*worst)
+	s.logf(now, "force", s.Commits[p.Right].Hash, "neither half of %s..%s is a regression within the budget; following %s..%s, the half that got worse (%s)",
+		s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), s.Commits[p.Left].Short(), s.Commits[p.Right].Short(), p.Result)
 	return true
 }
 
