@@ -262,8 +262,19 @@ func TestInterruptedBuild(t *testing.T) {
 	if _, ok := f.b.readFailure(key.ID); ok {
 		t.Error("an interrupted build was recorded as a failure")
 	}
-	if procs := processesUnder(f.b.worktree().dir); len(procs) > 0 {
-		t.Errorf("processes still running in the worktree: %v", procs)
+	// Killed processes may take a moment to be reaped; proc gives them
+	// WaitDelay before SIGKILL.
+	deadline := time.Now().Add(2 * proc.WaitDelay)
+	for {
+		procs := processesUnder(f.b.worktree().dir)
+		if len(procs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes still running in the worktree: %v", procs)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -291,11 +302,16 @@ func checkServer(t *testing.T, inst *Install, want string) {
 	}
 	// psql must load the install's own libpq, found through the rpath.
 	if out, err := exec.Command("ldd", filepath.Join(inst.BinDir(), "psql")).Output(); err == nil {
-		if !strings.Contains(string(out), filepath.Join(inst.Prefix, "bin/../lib/libpq.so")) {
+		if !strings.Contains(string(out), inst.Prefix+"/bin/../lib/libpq.so") {
 			t.Errorf("psql does not use the install's libpq:\n%s", out)
 		}
 	}
-	dir := t.TempDir()
+	// Not t.TempDir(): its parent is 0700, closed to the server's user.
+	dir, err := os.MkdirTemp("", "pgbisect-build-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

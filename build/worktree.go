@@ -67,8 +67,9 @@ func (w *worktree) reset() error {
 	return os.RemoveAll(w.src())
 }
 
-// rewriteAll makes the next checkout write every tracked file again, by
-// listing them all as pending.
+// rewriteAll makes the next checkout check every tracked file against git
+// and write again those whose content differs (regenerated or edited in
+// place), by listing them all as pending.
 func (w *worktree) rewriteAll() error {
 	m, err := readManifest(w.manifestPath())
 	if err != nil {
@@ -128,10 +129,14 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 	}
 	for _, p := range force {
-		if _, ok := target[p]; ok {
-			writes = append(writes, p)
-		} else {
+		e, ok := target[p]
+		switch {
+		case !ok:
 			deletes = append(deletes, p)
+		case !onDisk(filepath.Join(w.src(), filepath.FromSlash(p)), e):
+			// Only files that really differ: rewriting an intact
+			// configure would make make re-run it (minutes).
+			writes = append(writes, p)
 		}
 	}
 	writes, deletes = dedup(writes), dedup(deletes)
@@ -170,6 +175,40 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		return 0, err
 	}
 	return len(writes) + len(deletes), nil
+}
+
+// onDisk reports whether the file at full has e's content and mode.
+func onDisk(full string, e fileEntry) bool {
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return false
+	}
+	switch e.mode {
+	case filemode.Symlink:
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return false
+		}
+		target, err := os.Readlink(full)
+		return err == nil && plumbing.ComputeHash(plumbing.BlobObject, []byte(target)) == e.hash
+	case filemode.Executable:
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o100 == 0 {
+			return false
+		}
+	default:
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o100 != 0 {
+			return false
+		}
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := plumbing.NewHasher(plumbing.BlobObject, fi.Size())
+	if _, err := io.Copy(h, f); err != nil {
+		return false
+	}
+	return h.Sum() == e.hash
 }
 
 // treeFiles lists every file of a tree without reading any blob.

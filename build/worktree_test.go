@@ -108,12 +108,20 @@ func TestCheckoutRepairsInterruption(t *testing.T) {
 	if _, err := os.Stat(wt.pendingPath()); !os.IsNotExist(err) {
 		t.Error("pending list left behind")
 	}
-	// rewriteAll (the clean retry) rewrites every tracked file.
+	// rewriteAll (the clean retry) rewrites every tracked file whose
+	// content differs from git, and only those.
+	readme := filepath.Join(wt.src(), "README")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(readme, old, old)
+	os.WriteFile(a, []byte("regenerated"), 0o644)
 	if err := wt.rewriteAll(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := wt.checkout(ctx, repo, h.c1); err != nil || n != 5 {
-		t.Errorf("checkout after rewriteAll touched %d files (%v), want all 5", n, err)
+	if n, err := wt.checkout(ctx, repo, h.c1); err != nil || n != 1 {
+		t.Errorf("checkout after rewriteAll touched %d files (%v), want 1", n, err)
+	}
+	if readFile(t, a) != "int a;\n" || !mtime(t, readme).Equal(old) {
+		t.Error("rewriteAll: a.c not restored or README rewritten")
 	}
 	// A corrupt manifest means unknown contents: the worktree is recreated.
 	os.WriteFile(wt.manifestPath(), []byte("garbage\n"), 0o644)
