@@ -64,7 +64,12 @@ func daemonRun(ctx context.Context, env *Env) error {
 		dm.Nightly = func(ctx context.Context, progress func(string)) error {
 			log, closeLog := daemonJobLog(cfg.StateDir, "nightly-"+time.Now().UTC().Format("20060102T150405Z"))
 			defer closeLog()
-			res, err := d.pass(false, func(s string) { progress(s); log(s) }).Run(ctx)
+			p, err := d.pass(ctx, false, func(s string) { progress(s); log(s) })
+			if err != nil {
+				log(err.Error())
+				return err
+			}
+			res, err := p.Run(ctx)
 			if !*noPost {
 				d.deliver(ctx)
 			}

@@ -55,7 +55,10 @@ func nightlyRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer d.close()
-	p := d.pass(*force, func(s string) { fmt.Fprintln(env.Stderr, s) })
+	p, err := d.pass(ctx, *force, func(s string) { fmt.Fprintln(env.Stderr, s) })
+	if err != nil {
+		return err
+	}
 	res, err := p.Run(ctx)
 	if res != nil {
 		nightlyPrint(env.Stdout, res)
@@ -135,8 +138,9 @@ type nightlyDeps struct {
 	mu        sync.Mutex // serialises bisectExecute's use of env
 }
 
-// nightlyOpen checks the suite, then opens the results store, the
-// repository and the builder.
+// nightlyOpen checks the suite and opens the results store. The repository
+// is opened by the first pass: a daemon must start (and take requests) even
+// when the repository cannot be reached at boot.
 func nightlyOpen(ctx context.Context, env *Env, cfg *config.Config) (*nightlyDeps, error) {
 	d := &nightlyDeps{cfg: cfg, env: env}
 	for _, s := range cfg.Nightly.Scenarios {
@@ -161,10 +165,6 @@ func nightlyOpen(ctx context.Context, env *Env, cfg *config.Config) (*nightlyDep
 		return nil, err
 	}
 	d.store = st
-	if d.builder, d.repo, err = openBuilder(ctx, env, cfg); err != nil {
-		st.Close()
-		return nil, err
-	}
 	d.runner = &bench.Runner{StateDir: cfg.StateDir, ClientBin: cfg.Bench.ClientBin, Log: env.Log, KeepClusters: cfg.Bench.KeepClusters}
 	if proc.IsRoot() {
 		if d.runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
@@ -180,8 +180,15 @@ func (d *nightlyDeps) close() {
 	d.store.Close()
 }
 
-// pass returns a nightly pass over the configured branch and suite.
-func (d *nightlyDeps) pass(force bool, progress func(string)) *nightly.Pass {
+// pass returns a nightly pass over the configured branch and suite,
+// opening (or cloning) the repository the first time.
+func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string)) (*nightly.Pass, error) {
+	if d.builder == nil {
+		var err error
+		if d.builder, d.repo, err = openBuilder(ctx, d.env, d.cfg); err != nil {
+			return nil, err
+		}
+	}
 	return &nightly.Pass{
 		Branch:       d.cfg.Branch,
 		Scenarios:    d.scenarios,
@@ -205,7 +212,7 @@ func (d *nightlyDeps) pass(force bool, progress func(string)) *nightly.Pass {
 		},
 		Log:      d.env.Log,
 		Progress: progress,
-	}
+	}, nil
 }
 
 // nightlyThresholds are the thresholds of the night-to-night comparison:

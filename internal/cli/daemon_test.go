@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// TestDaemonRunsQueuedRequest starts `pgbisect daemon` in-process on a real
+// results store, queues a bisection whose repository does not exist, and
+// checks that the daemon runs it through 'pgbisect bisect', records the
+// failure with its error and its log, and keeps running until cancelled.
+func TestDaemonRunsQueuedRequest(t *testing.T) {
+	if _, err := store.FindBinDir(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs PostgreSQL's server binaries in CI (run scripts/setup-debian.sh): %v", err)
+		}
+		t.Skip(err)
+	}
+	state := t.TempDir()
+	for _, d := range []string{filepath.Dir(state), state} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scenarios := filepath.Join(state, "scenarios")
+	if err := os.Mkdir(scenarios, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../configs/scenarios/copy-single.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(scenarios, "copy-single.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(state, "pgbisect.yaml")
+	missing := filepath.Join(state, "no-such-repo")
+	if err := os.WriteFile(cfgFile, []byte("repo: "+missing+"\nnightly:\n  scenarios: [scenarios/copy-single.yaml]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{}) })
+
+	var out bytes.Buffer
+	if code := Main(context.Background(), []string{"request", "bisect", "--config", cfgFile, "--state", state,
+		"-s", filepath.Join(scenarios, "copy-single.yaml"), "--good", "A", "--bad", "B"}, &out, &out); code != 0 {
+		t.Fatalf("request: %s", out.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var dout syncBuf
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--poll", "100ms"}, &dout, &dout)
+	}()
+
+	st, err := store.Open(context.Background(), store.Config{StateDir: state, RunAs: "postgres"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var job store.Job
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if job, err = st.Job(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if job.Status == store.JobFailed || job.Status == store.JobDone {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("daemon exited %d before finishing the job:\n%s", code, dout.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job still %s after 2 minutes:\n%s", job.Status, dout.String())
+		}
+	}
+	if job.Status != store.JobFailed || !strings.Contains(job.Error, "no-such-repo") {
+		t.Fatalf("job %s with error %q, want failed naming the missing repository", job.Status, job.Error)
+	}
+	log, _ := os.ReadFile(filepath.Join(state, "logs", "jobs", "job-1.log"))
+	if !strings.Contains(string(log), "pgbisect bisect") {
+		t.Errorf("job log lacks the command:\n%s", log)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("daemon exited %d after cancel:\n%s", code, dout.String())
+	}
+	for _, want := range []string{"result=failed", "daemon stopped"} {
+		if !strings.Contains(dout.String(), want) {
+			t.Errorf("daemon output lacks %q:\n%s", want, dout.String())
+		}
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
