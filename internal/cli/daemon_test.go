@@ -46,7 +46,9 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("repo: "+missing+"\nnightly:\n  scenarios: [scenarios/copy-single.yaml]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{}) })
+	t.Cleanup(func() {
+		Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{})
+	})
 
 	var out bytes.Buffer
 	if code := Main(context.Background(), []string{"request", "bisect", "--config", cfgFile, "--state", state,

@@ -64,7 +64,9 @@ func TestRequestAndStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{}) })
+	t.Cleanup(func() {
+		Main(context.Background(), []string{"db", "stop", "--state", state}, &bytes.Buffer{}, &bytes.Buffer{})
+	})
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
