@@ -89,6 +89,10 @@ func (b *Builder) Build(ctx context.Context, hash string) (*Install, error) {
 		return nil, err
 	}
 	defer unlockWT()
+	if n := killStrays(b.worktree().dir); n > 0 {
+		fmt.Fprintf(b.progress, "killed %d processes left running in %s by an earlier pgbisect\n", n, b.worktree().dir)
+		b.log.Warn("killed stray build processes", slog.Int("count", n), slog.String("worktree", b.worktree().dir))
+	}
 
 	inst, err := b.build(ctx, key)
 	var be *Error

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/proc"
@@ -97,6 +98,9 @@ func (s *session) close() {
 func (s *session) run(ctx context.Context, phase, dir string, env []string, name string, args ...string) error {
 	cmd := proc.Command(ctx, nil, name, args...)
 	cmd.Dir = dir
+	// Die with pgbisect even when it is killed outright; killStrays
+	// handles the grandchildren.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log

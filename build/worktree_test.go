@@ -3,7 +3,10 @@ package build
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,5 +154,33 @@ func TestLastLines(t *testing.T) {
 		if got := lastLines([]byte(tt.in), tt.n); got != tt.want {
 			t.Errorf("lastLines(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
+	}
+}
+
+// TestKillStrays starts a process in a worktree, as a dead pgbisect's
+// make would be, and checks that the next lock holder kills it.
+func TestKillStrays(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "src")
+	os.Mkdir(sub, 0o755)
+	cmd := exec.Command("sleep", "300")
+	cmd.Dir = sub
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("sleep", "300") // elsewhere: must survive
+	other.Dir = t.TempDir()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Process.Kill()
+	if n := killStrays(dir); n != 1 {
+		t.Errorf("killStrays killed %d processes, want 1", n)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("stray process ended with %v, want killed", err)
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("process outside the worktree was killed: %v", err)
 	}
 }
