@@ -145,6 +145,10 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	if len(sa) < 2 || len(sb) < 2 {
 		return c
 	}
+	if !allFinite(sa) || !allFinite(sb) {
+		c.Warnings = append(c.Warnings, "values include NaN or infinity: no verdict")
+		return c
+	}
 	if c.A.Median > 0 && c.B.Median > 0 && sa[0] > 0 && sb[0] > 0 {
 		c.Ratio = c.B.Median / c.A.Median
 		c.Lo, c.Hi = RatioCI(sa, sb, th.Confidence, th.Resamples)
@@ -240,4 +244,13 @@ func bimodal(xs []float64) bool {
 		}
 	}
 	return false
+}
+
+func allFinite(xs []float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

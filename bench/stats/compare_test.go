@@ -34,6 +34,7 @@ func TestVerdicts(t *testing.T) {
 		{"few noisy samples are unknown", draw(5, 5, 100, 0.15), draw(6, 5, 100, 0.15), LowerIsBetter, Unknown},
 		{"large effect at five samples is still unknown", draw(1, 5, 100, 0.01), draw(2, 5, 150, 0.01), LowerIsBetter, Unknown},
 		{"noisy small effect at the budget is inconclusive", draw(7, 30, 100, 0.15), draw(8, 30, 102, 0.15), LowerIsBetter, Inconclusive},
+		{"constant values are same", []float64{7, 7, 7, 7, 7}, []float64{7, 7, 7, 7, 7}, HigherIsBetter, Same},
 		{"a real but negligible change is same", draw(9, 30, 100, 0.001), draw(10, 30, 100.5, 0.001), LowerIsBetter, Same},
 	}
 	for _, c := range cases {
@@ -188,6 +189,9 @@ func TestWarnings(t *testing.T) {
 	}
 	if c := Compare([]float64{0, 1, 2}, []float64{1, 2, 3}, LowerIsBetter, Thresholds{}); !has(c, "not all positive") || !math.IsNaN(c.Ratio) {
 		t.Errorf("non-positive values: ratio %v warnings %q", c.Ratio, c.Warnings)
+	}
+	if c := Compare([]float64{1, 2, math.NaN()}, []float64{1, 2, 3}, LowerIsBetter, Thresholds{}); c.Verdict != Unknown || !has(c, "NaN") {
+		t.Errorf("NaN: verdict %v warnings %q", c.Verdict, c.Warnings)
 	}
 	if c := Compare(nil, []float64{1}, LowerIsBetter, Thresholds{}); c.Verdict != Unknown {
 		t.Errorf("empty baseline: %v", c.Verdict)
