@@ -117,13 +117,38 @@ func (s *session) run(ctx context.Context, phase, dir string, env []string, name
 	return &Error{Commit: s.commit, Phase: phase, LogPath: s.logPath, Tail: s.tail(), Err: err}
 }
 
-// tail returns the last tailLines lines of the log.
+// tail returns the last tailLines lines of the log of this attempt. With
+// make -j the compiler's error is often followed by pages of other jobs'
+// output, so the first error lines of the attempt (up to maxErrorLines)
+// come first when the tail does not hold them.
 func (s *session) tail() string {
 	data, err := os.ReadFile(s.logPath)
 	if err != nil {
 		return ""
 	}
-	return lastLines(data, tailLines)
+	last := lastLines(data, tailLines)
+	var errs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if isErrorLine(line) && !strings.Contains(last, line) {
+			errs = append(errs, line)
+			if len(errs) == maxErrorLines {
+				break
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return last
+	}
+	return "--- errors ---\n" + strings.Join(errs, "\n") + "\n--- last lines ---\n" + last
+}
+
+// maxErrorLines bounds the error lines put before a failure's tail.
+const maxErrorLines = 10
+
+// isErrorLine recognizes compiler, linker, configure and make errors.
+func isErrorLine(line string) bool {
+	return strings.Contains(line, ": error:") || strings.Contains(line, ": fatal error:") ||
+		strings.Contains(line, "undefined reference to") || strings.HasPrefix(line, "configure: error:")
 }
 
 func lastLines(data []byte, n int) string {

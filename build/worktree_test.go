@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,5 +183,25 @@ func TestKillStrays(t *testing.T) {
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("process outside the worktree was killed: %v", err)
+	}
+}
+
+func TestFailureTailShowsFirstError(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "build.log")
+	var b strings.Builder
+	b.WriteString("gcc -c copyfrom.c\ncopyfrom.c:10:1: error: expected ';'\n")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "gcc -c other%d.c\n", i)
+	}
+	b.WriteString("make: *** [all] Error 2\n")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	s := &session{logPath: log}
+	tail := s.tail()
+	if !strings.Contains(tail, "copyfrom.c:10:1: error: expected ';'") || !strings.HasSuffix(tail, "make: *** [all] Error 2\n") {
+		t.Errorf("tail lacks the error or the last line:\n%s", tail)
+	}
+	if n := strings.Count(tail, "\n"); n > tailLines+maxErrorLines+2 {
+		t.Errorf("tail has %d lines", n)
 	}
 }
