@@ -189,7 +189,12 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 			return nil, err
 		}
 	}
+	var clientBin func(string)
+	if d.cfg.Bench.ClientBin == "" {
+		clientBin = func(dir string) { d.runner.ClientBin = dir }
+	}
 	return &nightly.Pass{
+		ClientBin:    clientBin,
 		Branch:       d.cfg.Branch,
 		Scenarios:    d.scenarios,
 		Thresholds:   nightlyThresholds(d.cfg.Stats),

@@ -37,6 +37,9 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	if base != nil {
 		sides = []side{*base, head}
 	}
+	if p.ClientBin != nil {
+		p.ClientBin(sides[0].BinDir)
+	}
 	th := p.Thresholds
 	specs := sc.MetricSpecs()
 	values := make([]map[string][]float64, len(sides))

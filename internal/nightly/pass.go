@@ -101,6 +101,11 @@ type Pass struct {
 	Bisect func(ctx context.Context, req BisectRequest) (*notify.Finding, error)
 	// Report records a finding and posts it where posting is configured.
 	Report func(ctx context.Context, f *notify.Finding) error
+	// ClientBin, when set, is told the bin directory of the older build
+	// before each comparison, so that one pgbench and psql serve both
+	// sides (a change in the client is not mistaken for one in the
+	// server). Leave it nil when a fixed client is configured.
+	ClientBin func(dir string)
 
 	// Log gets structured logs; Progress one line per step for the
 	// person (or daemon status) watching. Both may be nil.
