@@ -96,7 +96,8 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 
 	"drop_caches", "warmup", "timeouts", "start", "setup", "workload", "matrix", "metrics",
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
-	"options", "where", "client", "argv", "step", "value", "unit", "direction"}
+	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
+	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -144,6 +145,18 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	case Fresh, Restart:
 	default:
 		return errAt("$.lifecycle", "lifecycle %q: use fresh (initdb for every sample) or restart (one cluster, restarted for every sample)", s.Lifecycle)
+	}
+	if a := s.Stats.Alpha; a < 0 || a >= 0.5 {
+		return errAt("$.stats.alpha", "alpha %g is out of range: use a small probability such as 0.01", a)
+	}
+	if m := s.Stats.MinEffect; m < 0 || m >= 1 {
+		return errAt("$.stats.min_effect", "min_effect %g is a fraction: 0.05 means 5%%", m)
+	}
+	if c := s.Stats.Confidence; c < 0 || c >= 1 {
+		return errAt("$.stats.confidence", "confidence %g is out of range: use e.g. 0.95", c)
+	}
+	if s.Stats.StartSamples < 0 || s.Stats.Batch < 0 || s.Stats.MaxSamples < 0 {
+		return errAt("$.stats", "start_samples, batch and max_samples must be 0 (the default) or more")
 	}
 	if s.Warmup < 0 {
 		return errAt("$.warmup", "warmup must be 0 or more runs")
@@ -370,7 +383,10 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		if !slices.Contains(vk.kinds, kind) {
 			return errAt(path+".value", "metric %q: a %s step has no %q value (%q comes from %s steps)", md.Name, kind, md.Value, md.Value, strings.Join(vk.kinds, ", "))
 		}
-		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, scale: 1}
+		if md.MinEffect < 0 || md.MinEffect >= 1 {
+			return errAt(path+".min_effect", "metric %q: min_effect %g is a fraction: 0.05 means 5%%", md.Name, md.MinEffect)
+		}
+		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, MinEffect: md.MinEffect, scale: 1}
 		if m.Unit == "" {
 			m.Unit = vk.unit
 		}

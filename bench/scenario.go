@@ -21,6 +21,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // Lifecycle values: how a sample gets its server.
@@ -64,6 +65,11 @@ type Scenario struct {
 	Setup    []Step        `yaml:"setup"`
 	Workload []Step        `yaml:"workload"`
 	Metrics  []MetricDef   `yaml:"metrics"`
+	// Stats overrides the statistical thresholds of the config file for
+	// this scenario (alpha, confidence, min_effect, start_samples, batch,
+	// max_samples, max_time); command-line flags override it in turn.
+	// Default: none.
+	Stats config.Stats `yaml:"stats"`
 
 	// File is the path or name the scenario was loaded from.
 	File string `yaml:"-"`
@@ -148,6 +154,10 @@ type MetricDef struct {
 	Unit string `yaml:"unit"`
 	// Direction is "lower" or "higher" (is better). Default: from the value.
 	Direction string `yaml:"direction"`
+	// MinEffect is the smallest relative change of this metric that
+	// matters (0.05 = 5%), overriding stats.min_effect for it. Default: 0
+	// (the scenario's or the config's).
+	MinEffect float64 `yaml:"min_effect"`
 }
 
 // Metric is a validated metric: what Sample.Values holds under Name.
@@ -155,6 +165,9 @@ type Metric struct {
 	Name      string
 	Unit      string
 	Direction stats.Direction
+	// MinEffect overrides the smallest change that matters for this metric
+	// (0: the scenario's or the config's).
+	MinEffect float64
 	// Step and Value say where the number comes from.
 	Step  string
 	Value string

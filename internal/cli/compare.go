@@ -88,13 +88,13 @@ func runCompare(ctx context.Context, env *Env) error {
 	if *repo != "" {
 		cfg.Repo = *repo
 	}
-	th := bisectThresholds(cfg.Stats, *alpha, *minEffect, *maxSamples)
-	if *maxTime > 0 {
-		th.MaxTime = *maxTime
-	}
 	sc, err := bench.LoadFileWith(*scenario, sets)
 	if err != nil {
 		return err
+	}
+	th := bisectThresholds(overlayStats(cfg.Stats, sc.Stats), *alpha, *minEffect, *maxSamples)
+	if *maxTime > 0 {
+		th.MaxTime = *maxTime
 	}
 	points := sc.Points()
 	if *point != "" {
@@ -146,7 +146,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	start := time.Now()
 	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th}
 	for _, pt := range points {
-		pr, err := comparePoint(ctx, env, r, sc, targets, pt, th)
+		pr, err := comparePoint(ctx, env, r, sc, targets, pt, th, *minEffect)
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,9 @@ func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string
 
 // comparePoint samples both targets at pt, interleaved, in the batches the
 // thresholds plan, until every metric has a verdict or the budget is spent.
-func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, th stats.Thresholds) (comparePointResult, error) {
+// A metric's own min_effect from the scenario applies unless --min-effect
+// (minEffectFlag) was given.
+func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, th stats.Thresholds, minEffectFlag float64) (comparePointResult, error) {
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
 	pr := comparePointResult{Point: pt.String()}
@@ -204,7 +206,11 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 		pr.Metrics = pr.Metrics[:0]
 		overTime := th.MaxTime > 0 && time.Since(start) >= th.MaxTime
 		for i, m := range specs {
-			c := stats.Compare(values[i][0], values[i][1], m.Direction, th)
+			mth := th
+			if m.MinEffect > 0 && minEffectFlag == 0 {
+				mth.MinEffect = m.MinEffect
+			}
+			c := stats.Compare(values[i][0], values[i][1], m.Direction, mth)
 			if overTime {
 				c = c.AtBudget()
 			}
@@ -278,4 +284,31 @@ func compareP(p float64) string {
 		return "<0.001"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// overlayStats returns base with every non-zero field of over put on top:
+// a scenario's stats section overrides the config file's.
+func overlayStats(base, over config.Stats) config.Stats {
+	if over.Alpha > 0 {
+		base.Alpha = over.Alpha
+	}
+	if over.Confidence > 0 {
+		base.Confidence = over.Confidence
+	}
+	if over.MinEffect > 0 {
+		base.MinEffect = over.MinEffect
+	}
+	if over.StartSamples > 0 {
+		base.StartSamples = over.StartSamples
+	}
+	if over.Batch > 0 {
+		base.Batch = over.Batch
+	}
+	if over.MaxSamples > 0 {
+		base.MaxSamples = over.MaxSamples
+	}
+	if over.MaxTime > 0 {
+		base.MaxTime = over.MaxTime
+	}
+	return base
 }
