@@ -141,6 +141,9 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 	}
 	writes, deletes = dedup(writes), dedup(deletes)
 	if len(writes)+len(deletes) == 0 {
+		if err := os.Remove(w.pendingPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
 		return 0, nil
 	}
 	// Remember what is being rewritten, so an interruption is repaired by

@@ -127,6 +127,16 @@ func TestCheckoutRepairsInterruption(t *testing.T) {
 	if readFile(t, a) != "int a;\n" || !mtime(t, readme).Equal(old) {
 		t.Error("rewriteAll: a.c not restored or README rewritten")
 	}
+	// With nothing to rewrite, the pending list is dropped all the same.
+	if err := wt.rewriteAll(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := wt.checkout(ctx, repo, h.c1); err != nil || n != 0 {
+		t.Errorf("checkout of an intact worktree after rewriteAll touched %d files (%v)", n, err)
+	}
+	if _, err := os.Stat(wt.pendingPath()); !os.IsNotExist(err) {
+		t.Error("pending list left behind by a checkout with nothing to do")
+	}
 	// A corrupt manifest means unknown contents: the worktree is recreated.
 	os.WriteFile(wt.manifestPath(), []byte("garbage\n"), 0o644)
 	os.WriteFile(filepath.Join(wt.src(), "stale.o"), nil, 0o644)
