@@ -37,11 +37,16 @@ type bisectRequest struct {
 	Metric      string            // "" = the scenario's first metric
 	Point       string            // "" = the only point
 	FirstParent bool
-	Thresholds  stats.Thresholds
-	Resume      string // a bisection ID to resume instead
-	ClientBin   string // "" = the good commit's build
-	Keep        bool   // keep clusters
-	Post        bool   // post the finding to GitHub
+	// Alpha, MinEffect and MaxSamples are the flags (0: not given); they
+	// override the scenario's stats section, which overrides the config's.
+	Alpha, MinEffect float64
+	MaxSamples       int
+	// Thresholds, when set (a resumed bisection), are used as they are.
+	Thresholds stats.Thresholds
+	Resume     string // a bisection ID to resume instead
+	ClientBin  string // "" = the good commit's build
+	Keep       bool   // keep clusters
+	Post       bool   // post the finding to GitHub
 }
 
 // bisectOutcome is what a finished bisection leaves behind.
@@ -100,7 +105,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if len(sets) > 0 {
 		req.Set = sets
 	}
-	req.Thresholds = bisectThresholds(cfg.Stats, *alpha, *minEffect, *maxSamples)
+	req.Alpha, req.MinEffect, req.MaxSamples = *alpha, *minEffect, *maxSamples
 	req.ClientBin = runFirstNonEmpty(req.ClientBin, cfg.Bench.ClientBin)
 	req.Keep = req.Keep || cfg.Bench.KeepClusters
 
@@ -178,6 +183,12 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	point, err := bisectPoint(sc, req.Point)
 	if err != nil {
 		return nil, err
+	}
+	if req.Thresholds == (stats.Thresholds{}) {
+		req.Thresholds = bisectThresholds(overlayStats(cfg.Stats, sc.Stats), req.Alpha, req.MinEffect, req.MaxSamples)
+		if metric.MinEffect > 0 && req.MinEffect == 0 {
+			req.Thresholds.MinEffect = metric.MinEffect
+		}
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating state directory: %w", err)

@@ -239,7 +239,8 @@ func demoRun(ctx context.Context, env *Env) error {
 	req := bisectRequest{
 		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
 		Set:        map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
-		Thresholds: bisectThresholds(cfg.Stats, 0, *minEffect, *maxSamples),
+		MinEffect:  *minEffect,
+		MaxSamples: *maxSamples,
 		ClientBin:  cfg.Bench.ClientBin,
 	}
 	out, err := bisectExecute(ctx, env, cfg, req)
