@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
@@ -224,7 +226,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, timeout: cfg.Build.Timeout}
-	runner := &bench.Runner{StateDir: cfg.StateDir, ClientBin: req.ClientBin, Log: env.Log, KeepClusters: req.Keep}
+	runner := &bench.Runner{StateDir: cfg.StateDir, ClientBin: req.ClientBin, Log: slog.New(&onceHandler{Handler: env.Log.Handler()}), KeepClusters: req.Keep}
 	if proc.IsRoot() {
 		if runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
 			return nil, err
@@ -526,6 +528,31 @@ func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box postOutbo
 		fmt.Fprintf(env.Stderr, "posted: %s\n", postLine(pst))
 	}
 	return err
+}
+
+// onceHandler passes each distinct warning message once: a bisection takes
+// hundreds of samples, and "machine is busy" on every one of them would
+// bury the progress lines.
+type onceHandler struct {
+	slog.Handler
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (h *onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		dup := h.seen[r.Message]
+		if h.seen == nil {
+			h.seen = map[string]bool{}
+		}
+		h.seen[r.Message] = true
+		h.mu.Unlock()
+		if dup {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 // bisectPrintResult prints the outcome, the culprits and the report files.
