@@ -155,6 +155,7 @@ func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int
 		if f.Branch == "" {
 			f.Branch = p.Branch
 		}
+		f.Scenario = c.Scenario
 		f.Series = p.series(ctx, c.Scenario, c.Metric, r.spec.Unit, c.Point, cps)
 		c.Finding = f.ID
 		return p.report(ctx, res, f)

@@ -332,6 +332,8 @@ func (p *Pass) bisect(ctx context.Context, res *Result, r MetricResult, good, ba
 	if f.Branch == "" {
 		f.Branch = p.Branch
 	}
+	// Reports name the scenario, not the file it was loaded from.
+	f.Scenario = r.Scenario
 	if f.Series == nil {
 		f.Series = p.series(ctx, r.Scenario, r.Metric, r.spec.Unit, r.Point, nil)
 	}
