@@ -14,7 +14,11 @@ import (
 //
 //	stateDir/worktrees/<options hash>/   the persistent worktree and its state
 //	stateDir/builds/<key>/               one install per key (bin/, lib/, share/)
+//	stateDir/builds/.tmp/<key>/          an install being made (renamed into place)
+//	stateDir/builds/.failed/<key>.json   a recorded build failure
+//	stateDir/builds/.locks/<key>.lock    per-key locks (the worktree's is beside it)
 //	stateDir/logs/                       build logs
+//	stateDir/ccache/                     ccache's cache, shared by all worktrees
 //
 // Builders in several processes may share a state directory: the worktree
 // and every key are protected by file locks.
