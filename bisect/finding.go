@@ -2,7 +2,9 @@ package bisect
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/notify"
@@ -23,7 +25,14 @@ type Report struct {
 // FindingID is the ID of the finding of a bisection: the same for every
 // run and resume of it, so its report directory does not move.
 func (s *State) FindingID() string {
-	return notify.NewID(s.Started, s.Inputs.Scenario, s.Commits[len(s.Commits)-1].Hash) + "-" + s.ID
+	return notify.NewID(s.Started, s.scenarioName(), s.Commits[len(s.Commits)-1].Hash) + "-" + s.ID
+}
+
+// scenarioName is the scenario file's name without directory and
+// extension, which is also a scenario's default name.
+func (s *State) scenarioName() string {
+	b := filepath.Base(s.Inputs.Scenario)
+	return strings.TrimSuffix(b, filepath.Ext(b))
 }
 
 // Finding turns a finished bisection into the report model of package
@@ -58,7 +67,7 @@ func (s *State) Finding(r Report) *notify.Finding {
 	}
 	last := len(s.Commits) - 1
 	f := &notify.Finding{
-		ID: s.FindingID(), Branch: r.Branch, Scenario: in.Scenario,
+		ID: s.FindingID(), Branch: r.Branch, Scenario: s.scenarioName(),
 		Metric: in.Metric, Unit: in.Unit, Direction: dir, Point: in.Point,
 		Good: commit(0), Bad: commit(last),
 		Env: r.Env, Build: r.Build, Settings: r.Settings, Reproduce: r.Reproduce,

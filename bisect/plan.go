@@ -367,6 +367,10 @@ func (s *State) finish(now time.Time) {
 		}
 	default:
 		s.Outcome = OutcomeUnresolved
+		if len(s.Unresolved) == 0 {
+			s.Unresolved = []Range{{Parent: 0, First: 1, Last: len(s.Commits) - 1, Result: s.Pairs[0].Result,
+				Note: "the regression lies somewhere in the range; no part of it could be confirmed within the budget"}}
+		}
 		s.Summary = fmt.Sprintf("the endpoints differ (%s) but no single culprit could be confirmed within the budget: %d range(s) left, %d suspect(s) not confirmed",
 			s.Pairs[0].Result, len(s.Unresolved), len(s.Unconfirmed))
 	}
