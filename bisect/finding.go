@@ -144,7 +144,7 @@ func (s *State) log(commit func(int) notify.Commit) []notify.Step {
 		xs := s.Samples[c.Key]
 		st.Samples, st.N, st.Median = slices.Clone(xs), len(xs), stats.Summarize(xs).Median
 		switch {
-		case i < firstBad:
+		case i == 0 || (i < firstBad && len(s.Culprits) > 0):
 			st.Verdict = notify.StepGood
 		case s.Outcome == OutcomeFound || i == len(s.Commits)-1:
 			st.Verdict = notify.StepBad
