@@ -94,7 +94,7 @@ const (
 		{
 			volatile uint32 pgbisect_demo_work = 0;
 
-			for (int pgbisect_i = 0; pgbisect_i < 400; pgbisect_i++)
+			for (int pgbisect_i = 0; pgbisect_i < 1000; pgbisect_i++)
 				pgbisect_demo_work += pgbisect_i;
 		}
 `
@@ -105,7 +105,7 @@ const (
 		 * input, standing in for faff8f8e47f/6fcda9aba83 in the PG16 COPY
 		 * thread.
 		 */
-		for (volatile int pgbisect_k = 0; pgbisect_k < 16; pgbisect_k++)
+		for (volatile int pgbisect_k = 0; pgbisect_k < 40; pgbisect_k++)
 			;
 `
 	demoBreak = "\nstatic int pgbisect_demo_broken = ; /* pgbisect demo: does not compile */\n"
