@@ -152,6 +152,14 @@ func bisectThresholds(s config.Stats, alpha, minEffect float64, maxSamples int) 
 // bisectExecute checks the request, then starts or resumes the bisection,
 // runs it to the end and writes its reports. demo uses it too.
 func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisectRequest) (*bisectOutcome, error) {
+	// Benchmarks must not overlap: wait for a nightly pass, a daemon job or
+	// another run on this machine (a nested call from the daemon shares the
+	// hold of its job).
+	unlock, err := nightlyLockMachine(ctx, env, cfg.StateDir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	saver := bisect.FileSaver{Dir: cfg.StateDir}
 	var st *bisect.State
 	if req.Resume != "" {

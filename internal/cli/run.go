@@ -91,6 +91,14 @@ func runRun(ctx context.Context, env *Env) error {
 		points = []bench.Point{pt}
 	}
 
+	// Builds and benchmarks must not overlap with a nightly pass, a daemon
+	// job or another run on this machine.
+	unlock, err := nightlyLockMachine(ctx, env, cfg.StateDir, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
 	var target bench.Target
 	if *binDir != "" {
 		abs, err := filepath.Abs(*binDir)
