@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // Env is what a subcommand gets: its arguments, its writers and a logger.
@@ -97,37 +99,15 @@ func printUsage(w io.Writer) {
 
 // suggest returns a "did you mean" hint for a mistyped command name.
 func suggest(name string) string {
-	best, bestD := "", 3
+	names := make([]string, 0, len(commands))
 	for n := range commands {
-		if d := editDistance(name, n); d < bestD {
-			best, bestD = n, d
-		}
+		names = append(names, n)
 	}
-	if best == "" {
-		return ""
+	sort.Strings(names)
+	if best := config.Closest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // newFlags returns a flag set for subcommand name whose errors and help go to
