@@ -127,26 +127,20 @@ func bisectRun(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// bisectThresholds overlays the config's stats section and the flags on
-// bisect.DefaultThresholds.
-func bisectThresholds(s config.Stats, alpha, minEffect float64, maxSamples int) stats.Thresholds {
-	th := bisect.DefaultThresholds
-	pick := func(vals ...float64) float64 {
-		for _, v := range vals {
-			if v > 0 {
-				return v
-			}
-		}
-		return 0
+// bisectThresholds puts the stats layers (config file, then scenario), then
+// the flags, over bisect.DefaultThresholds.
+func bisectThresholds(layers []config.Stats, alpha, minEffect float64, maxSamples int) stats.Thresholds {
+	return thresholdsOver(bisect.DefaultThresholds,
+		append(layers, config.Stats{Alpha: alpha, MinEffect: minEffect, MaxSamples: maxSamples})...)
+}
+
+// thresholdsOver applies the stats layers over def in order, a later layer
+// winning, and fills what is still zero with stats' defaults.
+func thresholdsOver(def stats.Thresholds, layers ...config.Stats) stats.Thresholds {
+	for _, l := range layers {
+		def = l.Apply(def)
 	}
-	th.Alpha = pick(alpha, s.Alpha, th.Alpha)
-	th.MinEffect = pick(minEffect, s.MinEffect, th.MinEffect)
-	th.Confidence = pick(s.Confidence, th.Confidence)
-	th.MaxSamples = int(pick(float64(maxSamples), float64(s.MaxSamples), float64(th.MaxSamples)))
-	th.StartSamples = int(pick(float64(s.StartSamples), float64(th.StartSamples)))
-	th.Batch = int(pick(float64(s.Batch), float64(th.Batch)))
-	th.MaxTime = s.MaxTime
-	return th.WithDefaults()
+	return def.WithDefaults()
 }
 
 // bisectExecute checks the request, then starts or resumes the bisection,
@@ -195,7 +189,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	if req.Thresholds == (stats.Thresholds{}) {
-		req.Thresholds = bisectThresholds(overlayStats(cfg.Stats, sc.Stats), req.Alpha, req.MinEffect, req.MaxSamples)
+		req.Thresholds = bisectThresholds([]config.Stats{cfg.Stats, sc.Stats}, req.Alpha, req.MinEffect, req.MaxSamples)
 		if metric.MinEffect > 0 && req.MinEffect == 0 {
 			req.Thresholds.MinEffect = metric.MinEffect
 		}

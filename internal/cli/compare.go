@@ -92,7 +92,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	th := bisectThresholds(overlayStats(cfg.Stats, sc.Stats), *alpha, *minEffect, *maxSamples)
+	th := bisectThresholds([]config.Stats{cfg.Stats, sc.Stats}, *alpha, *minEffect, *maxSamples)
 	if *maxTime > 0 {
 		th.MaxTime = *maxTime
 	}
@@ -284,31 +284,4 @@ func compareP(p float64) string {
 		return "<0.001"
 	}
 	return fmt.Sprintf("%.3f", p)
-}
-
-// overlayStats returns base with every non-zero field of over put on top:
-// a scenario's stats section overrides the config file's.
-func overlayStats(base, over config.Stats) config.Stats {
-	if over.Alpha > 0 {
-		base.Alpha = over.Alpha
-	}
-	if over.Confidence > 0 {
-		base.Confidence = over.Confidence
-	}
-	if over.MinEffect > 0 {
-		base.MinEffect = over.MinEffect
-	}
-	if over.StartSamples > 0 {
-		base.StartSamples = over.StartSamples
-	}
-	if over.Batch > 0 {
-		base.Batch = over.Batch
-	}
-	if over.MaxSamples > 0 {
-		base.MaxSamples = over.MaxSamples
-	}
-	if over.MaxTime > 0 {
-		base.MaxTime = over.MaxTime
-	}
-	return base
 }

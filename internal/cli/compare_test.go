@@ -110,12 +110,12 @@ func TestCompareDeliberateSlowdown(t *testing.T) {
 
 func TestOverlayStats(t *testing.T) {
 	base := config.Stats{Alpha: 0.02, MinEffect: 0.03, MaxSamples: 30}
-	got := overlayStats(base, config.Stats{MinEffect: 0.1, Batch: 3})
-	want := config.Stats{Alpha: 0.02, MinEffect: 0.1, MaxSamples: 30, Batch: 3}
-	if got != want {
-		t.Fatalf("overlayStats = %+v, want %+v", got, want)
+	scenario := config.Stats{MinEffect: 0.1, Batch: 3}
+	got := thresholdsOver(stats.Thresholds{}, base, scenario)
+	if got.Alpha != 0.02 || got.MinEffect != 0.1 || got.MaxSamples != 30 || got.Batch != 3 {
+		t.Fatalf("the scenario must win over the config: %+v", got)
 	}
-	th := bisectThresholds(got, 0, 0.2, 0)
+	th := bisectThresholds([]config.Stats{base, scenario}, 0, 0.2, 0)
 	if th.MinEffect != 0.2 || th.Alpha != 0.02 || th.Batch != 3 {
 		t.Fatalf("flags must win over the scenario, the scenario over the config: %+v", th)
 	}

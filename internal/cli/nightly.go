@@ -223,27 +223,7 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 // nightlyThresholds are the thresholds of the night-to-night comparison:
 // bench/stats' defaults with the config's stats section over them.
 func nightlyThresholds(s config.Stats) stats.Thresholds {
-	th := stats.DefaultThresholds
-	if s.Alpha > 0 {
-		th.Alpha = s.Alpha
-	}
-	if s.Confidence > 0 {
-		th.Confidence = s.Confidence
-	}
-	if s.MinEffect > 0 {
-		th.MinEffect = s.MinEffect
-	}
-	if s.StartSamples > 0 {
-		th.StartSamples = s.StartSamples
-	}
-	if s.Batch > 0 {
-		th.Batch = s.Batch
-	}
-	if s.MaxSamples > 0 {
-		th.MaxSamples = s.MaxSamples
-	}
-	th.MaxTime = s.MaxTime
-	return th.WithDefaults()
+	return thresholdsOver(stats.DefaultThresholds, s)
 }
 
 // bisect runs a bisection as 'pgbisect bisect' does (same state files, so
@@ -256,7 +236,7 @@ func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, pro
 	env := &Env{Stdout: io.Discard, Stderr: nightlyLineWriter(nil, progress), Log: d.env.Log}
 	out, err := bisectExecute(ctx, env, &cfg, bisectRequest{
 		Scenario: req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
-		Thresholds: bisectThresholds(d.cfg.Stats, 0, req.Thresholds.MinEffect, 0),
+		Thresholds: bisectThresholds([]config.Stats{d.cfg.Stats}, 0, req.Thresholds.MinEffect, 0),
 		ClientBin:  d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
 	})
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
 // Config is the whole configuration. Field comments give the defaults.
@@ -99,6 +101,33 @@ type Stats struct {
 	Batch        int           `yaml:"batch"`
 	MaxSamples   int           `yaml:"max_samples"`
 	MaxTime      time.Duration `yaml:"max_time"`
+}
+
+// Apply returns th with every non-zero field of s put over it. Layers are
+// applied in order (config file, scenario, flags), so a later one wins.
+func (s Stats) Apply(th stats.Thresholds) stats.Thresholds {
+	if s.Alpha > 0 {
+		th.Alpha = s.Alpha
+	}
+	if s.Confidence > 0 {
+		th.Confidence = s.Confidence
+	}
+	if s.MinEffect > 0 {
+		th.MinEffect = s.MinEffect
+	}
+	if s.StartSamples > 0 {
+		th.StartSamples = s.StartSamples
+	}
+	if s.Batch > 0 {
+		th.Batch = s.Batch
+	}
+	if s.MaxSamples > 0 {
+		th.MaxSamples = s.MaxSamples
+	}
+	if s.MaxTime > 0 {
+		th.MaxTime = s.MaxTime
+	}
+	return th
 }
 
 // GitHub names where findings are posted.
