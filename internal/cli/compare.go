@@ -92,7 +92,10 @@ func runCompare(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	th := bisectThresholds([]config.Stats{cfg.Stats, sc.Stats}, *alpha, *minEffect, *maxSamples)
+	// A comparison's verdict is final, so it uses stats' defaults (alpha
+	// 0.01), not the bisection search's liberal ones.
+	th := thresholdsOver(stats.DefaultThresholds, cfg.Stats, sc.Stats,
+		config.Stats{Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples})
 	if *maxTime > 0 {
 		th.MaxTime = *maxTime
 	}
