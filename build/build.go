@@ -52,6 +52,17 @@ func (b *Builder) Build(ctx context.Context, hash string) (*Install, error) {
 	if err != nil {
 		return nil, err
 	}
+	inst, err := b.buildKey(ctx, hash, key)
+	if b.Record != nil {
+		var be *Error
+		if errors.As(err, &be) || err == nil {
+			b.Record(ctx, key, inst, be)
+		}
+	}
+	return inst, err
+}
+
+func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install, error) {
 	if inst, ok := b.readInstall(key.ID); ok {
 		b.log.Debug("build cache hit", slog.String("commit", Short(hash)), slog.String("key", key.ID))
 		return inst, nil

@@ -33,6 +33,12 @@ type Builder struct {
 	// returning the recorded failure.
 	Retry bool
 
+	// Record, when set, is told the outcome of every Build that got as far
+	// as the cache: the commit's key with the install (a cache hit or a new
+	// build) or with the *Error of a build that failed. The results store
+	// keeps its builds table with it. It must not block for long.
+	Record func(ctx context.Context, key Key, inst *Install, failure *Error)
+
 	mu      sync.Mutex
 	memo    map[string]string // commit -> source commit of its key
 	toolsOK bool

@@ -3,9 +3,11 @@ package build
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,10 +90,17 @@ func TestRecordedFailure(t *testing.T) {
 	}
 	os.MkdirAll(b.failedDir(), 0o755)
 	b.recordFailure(key.ID, &Error{Commit: h.c2, Phase: "make", LogPath: "/x.log", Tail: "error: boom\n", Err: errors.New("exit status 2")})
+	var recorded []string
+	b.Record = func(_ context.Context, k Key, inst *Install, failure *Error) {
+		recorded = append(recorded, fmt.Sprintf("%s %v %v", k.ID, inst != nil, failure != nil && failure.LogPath == "/x.log"))
+	}
 	_, err = b.Build(context.Background(), h.c2)
 	var be *Error
 	if !errors.As(err, &be) || !errors.Is(err, ErrBuildFailed) || be.Tail != "error: boom\n" || be.LogPath != "/x.log" {
 		t.Errorf("Build of a recorded failure = %v", err)
+	}
+	if want := []string{key.ID + " false true"}; !slices.Equal(recorded, want) {
+		t.Errorf("Record saw %q, want %q", recorded, want)
 	}
 }
 
