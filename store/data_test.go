@@ -91,7 +91,8 @@ func TestSamples(t *testing.T) {
 	if err := s.AddSamples(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddSample(ctx, Sample{BuildKey: "k2", Commit: "c2", Scenario: "copy", Metric: "elapsed", Value: 2, Index: 1}); err != nil {
+	if err := s.AddSample(ctx, Sample{BuildKey: "k2", Commit: "c2", Scenario: "copy", Metric: "elapsed", Value: 2, Index: 1,
+		BisectionID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -103,6 +104,8 @@ func TestSamples(t *testing.T) {
 		{SampleQuery{Commit: "c2", Metric: "elapsed"}, []float64{math.Pi, 2}},
 		{SampleQuery{Commit: "c2", Point: "clients=1"}, nil},
 		{SampleQuery{Scenario: "other", AnyPoint: true}, nil},
+		{SampleQuery{BisectionID: "b1", AnyPoint: true}, []float64{2}},
+		{SampleQuery{BisectionID: "b2", AnyPoint: true}, nil},
 	} {
 		got, err := s.Samples(ctx, tc.q)
 		if err != nil {

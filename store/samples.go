@@ -29,6 +29,8 @@ type Sample struct {
 	EnvironmentID int64
 	// NightlyID is the nightly run that took the sample; 0 for none.
 	NightlyID int64
+	// BisectionID is the bisection that took the sample; "" for none.
+	BisectionID string
 }
 
 // Environment stores the description of a machine and its settings (opaque
@@ -72,6 +74,7 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		indexes                                   = make([]int32, n)
 		times                                     = make([]time.Time, n)
 		envs, nightlies                           = make([]int64, n), make([]int64, n)
+		bisections                                = make([]string, n)
 	)
 	for i, sm := range samples {
 		if sm.BuildKey == "" || sm.Commit == "" || sm.Scenario == "" || sm.Metric == "" {
@@ -79,14 +82,15 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		}
 		keys[i], commits[i], scenarios[i], points[i], metrics[i] = sm.BuildKey, sm.Commit, sm.Scenario, sm.Point, sm.Metric
 		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
-		envs[i], nightlies[i] = sm.EnvironmentID, sm.NightlyID
+		envs[i], nightlies[i], bisections[i] = sm.EnvironmentID, sm.NightlyID, sm.BisectionID
 	}
 	_, err := s.db.Exec(ctx, `
-		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id, nightly_id)
-		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0)
+		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id,
+			nightly_id, bisection_id)
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, '')
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
-			$8::timestamptz[], $9::int8[], $10::int8[]) AS u(k, c, sc, p, m, v, i, t, e, n)`,
-		keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies)
+			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b)`,
+		keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections)
 	if err != nil {
 		return fmt.Errorf("adding %d samples: %w", n, err)
 	}
@@ -101,6 +105,8 @@ type SampleQuery struct {
 	Point     string
 	Metric    string
 	NightlyID int64
+	// BisectionID selects the samples of one bisection.
+	BisectionID string
 	// AnyPoint matches every point; otherwise Point "" matches only
 	// samples without a matrix point.
 	AnyPoint bool
@@ -132,8 +138,11 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 	if q.NightlyID != 0 {
 		add("nightly_id = $%d", q.NightlyID)
 	}
+	if q.BisectionID != "" {
+		add("bisection_id = $%d", q.BisectionID)
+	}
 	sql := `SELECT id, build_key, commit, scenario, point, metric, value, sample_index, taken_at,
-		coalesce(environment_id, 0), coalesce(nightly_id, 0) FROM samples`
+		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, '') FROM samples`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -148,7 +157,7 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 		var sm Sample
 		var idx int32
 		if err := rows.Scan(&sm.ID, &sm.BuildKey, &sm.Commit, &sm.Scenario, &sm.Point, &sm.Metric, &sm.Value, &idx,
-			&sm.Time, &sm.EnvironmentID, &sm.NightlyID); err != nil {
+			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID); err != nil {
 			return nil, fmt.Errorf("reading samples: %w", err)
 		}
 		sm.Index = int(idx)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestMain lets the test binary act as a second pgbisect process: the
@@ -22,9 +24,7 @@ func TestMain(m *testing.M) {
 	case "daemon":
 		os.Exit(daemonChild())
 	}
-	code := m.Run()
-	closeStore()
-	os.Exit(code)
+	storetest.Main(m)
 }
 
 // holdLock takes the machine lock, says so on stdout and holds it until

@@ -21,6 +21,11 @@ import (
 // DB saves and loads bisections in a results store.
 type DB struct {
 	Store *store.Store
+	// Files, when set, is where pgbisect before the results store kept
+	// bisections (STATE/bisections/ID.json). Load falls back to it and
+	// moves what it finds into the store, so an old bisection still
+	// resumes.
+	Files *bisect.FileSaver
 }
 
 // New returns the bisections of s.
@@ -44,8 +49,17 @@ func (d *DB) Save(ctx context.Context, s *bisect.State) error {
 // bisect.ErrNotFound.
 func (d *DB) Load(ctx context.Context, id string) (*bisect.State, error) {
 	data, _, err := d.Store.LoadBisection(ctx, id)
+	if errors.Is(err, store.ErrNotFound) && d.Files != nil {
+		st, ferr := d.Files.Load(ctx, id)
+		if ferr == nil {
+			return st, d.Save(ctx, st)
+		}
+		if !errors.Is(ferr, bisect.ErrNotFound) {
+			return nil, ferr
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s (looked in the results store)", bisect.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s (looked in the results store; 'pgbisect status' lists them)", bisect.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, err

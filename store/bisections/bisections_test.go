@@ -3,58 +3,19 @@ package bisections
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
-var (
-	testDB   *store.Store
-	noServer error
-)
-
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	if _, err := store.FindBinDir(""); err != nil {
-		noServer = err
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "pgbisect-bisections-test-")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	testDB, err = store.Open(ctx, store.Config{StateDir: dir, RunAs: "postgres", StopOnClose: true,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the test results cluster: %v\n", err)
-		return 1
-	}
-	defer testDB.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { storetest.Main(m) }
 
 // TestSaveLoad: a state saved at each step is loaded back whole, the row's
 // status follows the phase, and an unknown id is bisect.ErrNotFound.
 func TestSaveLoad(t *testing.T) {
-	if noServer != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL server binaries are required in CI (run scripts/setup-debian.sh): %v", noServer)
-		}
-		t.Skipf("no PostgreSQL server binaries (run scripts/setup-debian.sh): %v", noServer)
-	}
+	testDB := storetest.Store(t)
 	ctx := context.Background()
 	db := New(testDB)
 	commits := []bisect.Commit{
@@ -88,5 +49,36 @@ func TestSaveLoad(t *testing.T) {
 	}
 	if _, err := db.Load(ctx, "no-such-bisection"); !errors.Is(err, bisect.ErrNotFound) {
 		t.Fatalf("got %v, want bisect.ErrNotFound", err)
+	}
+}
+
+// TestLoadFromFiles: a bisection an older pgbisect kept in a file resumes
+// from the store's Load, and is in the store from then on.
+func TestLoadFromFiles(t *testing.T) {
+	testDB := storetest.Store(t)
+	ctx := context.Background()
+	files := &bisect.FileSaver{Dir: t.TempDir()}
+	commits := []bisect.Commit{
+		{Hash: "4444444444444444444444444444444444444444", Subject: "good", Key: "k4"},
+		{Hash: "5555555555555555555555555555555555555555", Subject: "bad", Key: "k5"},
+	}
+	in := bisect.Inputs{Repo: "/src/old", Good: commits[0].Hash, Bad: commits[1].Hash, Scenario: "copy-single", Metric: "elapsed"}
+	s, err := bisect.NewState(in, commits, time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Samples["k4"] = []float64{1, 2}
+	if err := files.Save(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(testDB).Load(ctx, s.ID); !errors.Is(err, bisect.ErrNotFound) {
+		t.Fatalf("without Files: %v, want bisect.ErrNotFound", err)
+	}
+	got, err := (&DB{Store: testDB, Files: files}).Load(ctx, s.ID)
+	if err != nil || len(got.Samples["k4"]) != 2 {
+		t.Fatalf("from files: %+v, %v", got, err)
+	}
+	if _, err := New(testDB).Load(ctx, s.ID); err != nil {
+		t.Fatalf("not moved into the store: %v", err)
 	}
 }

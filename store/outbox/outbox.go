@@ -11,6 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
@@ -133,4 +136,40 @@ func outgoing(sf store.Finding) (notify.Outgoing, error) {
 		})
 	}
 	return o, nil
+}
+
+// Import moves the findings of a file outbox, where pgbisect kept them
+// before it had the results store (STATE/findings), into d with the posts
+// made for them, then renames the directory to <dir>.imported so it runs
+// once. It returns how many findings it moved; a missing directory is
+// nothing to do.
+func (d *DB) Import(ctx context.Context, files *notify.Dir) (int, error) {
+	paths, err := filepath.Glob(filepath.Join(files.Path, "*.json"))
+	if err != nil || len(paths) == 0 {
+		return 0, err
+	}
+	n := 0
+	for _, p := range paths {
+		id := strings.TrimSuffix(filepath.Base(p), ".json")
+		if strings.HasSuffix(id, ".posts") {
+			continue
+		}
+		o, err := files.Load(ctx, id)
+		if err != nil {
+			return n, fmt.Errorf("importing %s: %w", p, err)
+		}
+		if err := d.Add(ctx, o.Finding); err != nil {
+			return n, fmt.Errorf("importing %s: %w", p, err)
+		}
+		for _, pst := range o.Posts {
+			if err := d.MarkPosted(ctx, id, pst); err != nil {
+				return n, fmt.Errorf("importing the posts of %s: %w", p, err)
+			}
+		}
+		n++
+	}
+	if err := os.Rename(files.Path, files.Path+".imported"); err != nil {
+		return n, fmt.Errorf("imported %d findings from %s but could not rename it: %w", n, files.Path, err)
+	}
+	return n, nil
 }

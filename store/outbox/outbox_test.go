@@ -3,59 +3,16 @@ package outbox
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/notify"
-	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
-var (
-	testDB   *store.Store
-	noServer error
-)
-
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	if _, err := store.FindBinDir(""); err != nil {
-		noServer = err
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "pgbisect-outbox-test-")
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	testDB, err = store.Open(ctx, store.Config{StateDir: dir, RunAs: "postgres", StopOnClose: true,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the test results cluster: %v\n", err)
-		return 1
-	}
-	defer testDB.Close()
-	return m.Run()
-}
-
-func needServer(t *testing.T) {
-	t.Helper()
-	if noServer == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("PostgreSQL server binaries are required in CI (run scripts/setup-debian.sh): %v", noServer)
-	}
-	t.Skipf("no PostgreSQL server binaries (run scripts/setup-debian.sh): %v", noServer)
-}
+func TestMain(m *testing.M) { storetest.Main(m) }
 
 func finding(id string) *notify.Finding {
 	cmp := notify.Comparison{Metric: "elapsed", Direction: notify.LowerIsBetter, Good: notify.Side{Median: 10, N: 12},
@@ -73,7 +30,7 @@ func finding(id string) *notify.Finding {
 // TestOutbox: a finding with two culprits (two targets) stays pending until
 // both are posted, is then settled, and its posts survive a reload.
 func TestOutbox(t *testing.T) {
-	needServer(t)
+	testDB := storetest.Store(t)
 	ctx := context.Background()
 	ob := New(testDB)
 	f := finding(notify.NewID(time.Date(2026, 1, 30, 2, 15, 0, 0, time.UTC), "copy-single", "9f8377f7a2"))
@@ -136,7 +93,7 @@ func TestOutbox(t *testing.T) {
 
 // TestLockExcludes: a second poster waits for the first's lock.
 func TestLockExcludes(t *testing.T) {
-	needServer(t)
+	testDB := storetest.Store(t)
 	ctx := context.Background()
 	ob := New(testDB)
 	unlock, err := ob.Lock(ctx)
@@ -162,5 +119,37 @@ func TestLockExcludes(t *testing.T) {
 	unlock()
 	if err := <-got; err != nil {
 		t.Fatalf("waiting poster: %v", err)
+	}
+}
+
+// TestImport moves a file outbox, posts and all, into the store once.
+func TestImport(t *testing.T) {
+	testDB := storetest.Store(t)
+	ctx := context.Background()
+	ob := New(testDB)
+	files := &notify.Dir{Path: filepath.Join(t.TempDir(), "findings")}
+	if n, err := ob.Import(ctx, files); n != 0 || err != nil {
+		t.Fatalf("a missing directory: %d, %v", n, err)
+	}
+	f := finding(notify.NewID(time.Date(2026, 2, 1, 2, 15, 0, 0, time.UTC), "copy-single", "1234567890"))
+	if err := files.Add(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	key := notify.Targets(f)[0].Key
+	if err := files.MarkPosted(ctx, f.ID, notify.Post{Key: key, Action: notify.ActionCreated, Repo: "o/r", Issue: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ob.Import(ctx, files); n != 1 || err != nil {
+		t.Fatalf("import: %d, %v", n, err)
+	}
+	o, err := ob.Load(ctx, f.ID)
+	if err != nil || len(o.Posts) != 1 || o.Posts[0].Key != key || o.Posts[0].Issue != 3 {
+		t.Fatalf("imported: %+v %v", o, err)
+	}
+	if _, err := os.Stat(files.Path + ".imported"); err != nil {
+		t.Errorf("the directory was not renamed: %v", err)
+	}
+	if n, err := ob.Import(ctx, files); n != 0 || err != nil {
+		t.Errorf("a second import: %d, %v", n, err)
 	}
 }

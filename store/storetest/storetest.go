@@ -1,0 +1,100 @@
+// Package storetest gives the tests of a package one results store to
+// share: a private cluster in a temporary directory, started on first use
+// through the same store.Open path pgbisect takes with no database
+// configured, and stopped (and removed) by Close.
+//
+// Without PostgreSQL's server binaries a test is skipped, except under
+// CI=true, where that is a broken setup and fails.
+package storetest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/store"
+)
+
+var shared struct {
+	once sync.Once
+	st   *store.Store
+	err  error
+	dir  string
+}
+
+// Store returns the package's shared results store, starting it on the
+// first call. Tests keep apart by their own names (branches, IDs).
+func Store(t testing.TB) *store.Store {
+	t.Helper()
+	st, err := start()
+	if err != nil {
+		unavailable(t, err)
+	}
+	return st
+}
+
+// NeedServer skips t when PostgreSQL's server binaries are missing (fails
+// it under CI=true), for tests that start clusters of their own.
+func NeedServer(t testing.TB) {
+	t.Helper()
+	if _, err := store.FindBinDir(""); err != nil {
+		unavailable(t, err)
+	}
+}
+
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("PostgreSQL's server binaries are required in CI (run scripts/setup-debian.sh): %v", err)
+	}
+	t.Skipf("no PostgreSQL server (run scripts/setup-debian.sh): %v", err)
+}
+
+// Start starts the shared store without a test, for a TestMain; it returns
+// why it could not.
+func Start() (*store.Store, error) { return start() }
+
+func start() (*store.Store, error) {
+	shared.once.Do(func() {
+		if _, err := store.FindBinDir(""); err != nil {
+			shared.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "pgbisect-test-results-")
+		if err == nil {
+			// The server runs as an unprivileged user, which must reach it.
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		shared.st, shared.err = store.Open(ctx, store.Config{StateDir: dir, RunAs: "postgres", StopOnClose: true,
+			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	})
+	return shared.st, shared.err
+}
+
+// Close stops the shared store, if it was started, and removes its
+// directory. Call it from TestMain after m.Run.
+func Close() {
+	if shared.st != nil {
+		shared.st.Close()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
+// Main runs the tests of m and then Close: a package's whole TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Close()
+	os.Exit(code)
+}
