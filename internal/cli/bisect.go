@@ -21,6 +21,9 @@ import (
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/bisections"
+	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 func init() {
@@ -49,6 +52,11 @@ type bisectRequest struct {
 	ClientBin  string // "" = the good commit's build
 	Keep       bool   // keep clusters
 	Post       bool   // post the finding to GitHub
+	// CallerReports leaves recording the finding in the outbox to the
+	// caller (a nightly pass adds its series first). Otherwise the finding
+	// is recorded, and pending for 'pgbisect post --pending' only when
+	// Post is set.
+	CallerReports bool
 }
 
 // bisectOutcome is what a finished bisection leaves behind.
@@ -76,9 +84,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	fs.BoolVar(&req.Post, "post", false, "post the finding to the GitHub repository of the config")
 	sets := runSetFlag{}
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable)")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config)")
-	repo := fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)")
+	flags := addStoreFlags(fs)
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.Keep, "keep-clusters", false, "keep cluster directories for debugging")
 	pos, err := parseFlags(fs, env)
@@ -94,15 +100,9 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if *minEffect < 0 || *minEffect >= 1 {
 		return usageError("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", *minEffect)
 	}
-	cfg, err := runLoadConfig(*configFile)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
-	}
-	if *stateDir != "" {
-		cfg.StateDir = *stateDir
-	}
-	if *repo != "" {
-		cfg.Repo = *repo
 	}
 	if len(sets) > 0 {
 		req.Set = sets
@@ -154,12 +154,34 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	defer unlock()
-	saver := bisect.FileSaver{Dir: cfg.StateDir}
+	var closers []func()
+	// The state lives in the results store, opened once the inputs are
+	// known to be good (a resumed bisection's inputs are in the store).
+	var saver *bisections.DB
+	openSaver := func() error {
+		if saver != nil {
+			return nil
+		}
+		results, done, err := openResults(ctx, env, cfg)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, done)
+		saver = &bisections.DB{Store: results, Files: &bisect.FileSaver{Dir: cfg.StateDir}}
+		return nil
+	}
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
 	var st *bisect.State
 	if req.Resume != "" {
-		var err error
+		if err := openSaver(); err != nil {
+			return nil, err
+		}
 		if st, err = saver.Load(ctx, req.Resume); err != nil {
-			return nil, fmt.Errorf("%w: list them with 'ls %s'", err, filepath.Dir(saver.Path(req.Resume)))
+			return nil, err
 		}
 		in := st.Inputs
 		req.Scenario, req.Set, req.Good, req.Bad = in.Scenario, in.Set, in.Good, in.Bad
@@ -205,6 +227,11 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	if err != nil {
 		return nil, err
 	}
+	if err := openSaver(); err != nil {
+		return nil, err
+	}
+	results := saver.Store
+	recordBuilds(builder, results, env.Log)
 	in := bisect.Inputs{
 		Repo: cfg.Repo, Good: good.Hash, Bad: bad.Hash, Scenario: req.Scenario, Set: req.Set,
 		Metric: metric.Name, Unit: metric.Unit, Direction: metric.Direction, Point: point.String(),
@@ -235,12 +262,11 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		}
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	envFile := strings.TrimSuffix(saver.Path(st.ID), ".json") + ".env.json"
-	m := &bisectMeasurer{runner: runner, sc: sc, point: point, metric: metric.Name, envFile: envFile}
+	m := &bisectMeasurer{runner: runner, sc: sc, point: point, metric: metric.Name, results: results, id: st.ID}
 	if !st.Done() && runner.ClientBin == "" {
 		// One pgbench and psql for every run: the good commit's.
 		if t, err := bb.Build(ctx, good.Hash); err == nil {
-			runner.ClientBin = t.(bench.Target).BinDir
+			runner.ClientBin = t.(bisectTarget).BinDir
 		}
 	}
 	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Progress: func(s bisect.Status) {
@@ -252,13 +278,19 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 
 	// Report.
 	f := st.Finding(bisect.Report{
-		Branch: cfg.Branch, Env: m.environment(), Settings: bisectSettings(sc), Reproduce: bisectReproduce(req, st),
+		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc), Reproduce: bisectReproduce(req, st),
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
+	var box *outbox.DB
 	var adder notify.Adder
-	box, where := postOpenOutbox(cfg)
-	if req.Post {
+	where := ""
+	if !req.CallerReports {
+		var done func()
+		if box, where, done, err = openOutbox(ctx, env, cfg); err != nil {
+			return nil, err
+		}
+		closers = append(closers, done)
 		adder = box
 	}
 	dir, err := notify.Publish(ctx, notify.ReportsDir(cfg.StateDir), f, adder)
@@ -266,9 +298,16 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	out := &bisectOutcome{State: st, Finding: f, ReportDir: dir}
-	if req.Post {
+	switch {
+	case box == nil:
+	case req.Post:
 		if err := bisectPost(ctx, env, cfg, box, f.ID); err != nil {
 			fmt.Fprintf(env.Stderr, "pgbisect bisect: not posted: %v; the finding waits in %s: run 'pgbisect post --pending' to retry\n", err, where)
+		}
+	default:
+		// Kept, but not queued for posting: nobody asked for it.
+		if err := results.SettleFinding(ctx, f.ID); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -382,7 +421,14 @@ func bisectNewState(ctx context.Context, env *Env, repo *build.Repo, b *build.Bu
 type bisectBuilder struct {
 	b       *build.Builder
 	timeout time.Duration
-	cache   map[string]bench.Target
+	cache   map[string]bisectTarget
+}
+
+// bisectTarget is a build to measure, with the commit and build key its
+// samples are stored under.
+type bisectTarget struct {
+	bench.Target
+	Hash, Key string
 }
 
 func (a *bisectBuilder) Build(ctx context.Context, hash string) (bisect.Target, error) {
@@ -402,9 +448,12 @@ func (a *bisectBuilder) Build(ctx context.Context, hash string) (bisect.Target, 
 	if err != nil {
 		return nil, err
 	}
-	t := bench.Target{Name: build.Short(hash), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()}
+	t := bisectTarget{
+		Target: bench.Target{Name: build.Short(hash), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()},
+		Hash:   hash, Key: inst.Key,
+	}
 	if a.cache == nil {
-		a.cache = map[string]bench.Target{}
+		a.cache = map[string]bisectTarget{}
 	}
 	a.cache[hash] = t
 	return t, nil
@@ -423,18 +472,22 @@ func bisectErrorLine(tail string) string {
 }
 
 // bisectMeasurer adapts bench.Runner to bisect.Measurer: one run of the
-// scenario at the point, the value of the metric.
+// scenario at the point, the value of the metric. Every metric of every
+// run goes to the results store's samples, under the bisection's ID.
 type bisectMeasurer struct {
 	runner  *bench.Runner
 	sc      *bench.Scenario
 	point   bench.Point
 	metric  string
-	envFile string // the environment of the first sample, kept for the report
+	results *store.Store
+	id      string         // the bisection's
+	taken   map[string]int // samples of each commit in the store
 	env     *bench.Environment
 }
 
-func (m *bisectMeasurer) Measure(ctx context.Context, t bisect.Target) (float64, error) {
-	s, err := m.runner.Run(ctx, m.sc, t.(bench.Target), m.point)
+func (m *bisectMeasurer) Measure(ctx context.Context, target bisect.Target) (float64, error) {
+	t := target.(bisectTarget)
+	s, err := m.runner.Run(ctx, m.sc, t.Target, m.point)
 	if err != nil {
 		return 0, err
 	}
@@ -444,21 +497,59 @@ func (m *bisectMeasurer) Measure(ctx context.Context, t bisect.Target) (float64,
 	}
 	if m.env == nil {
 		m.env = &s.Env
-		if data, err := json.Marshal(s.Env); err == nil {
-			os.WriteFile(m.envFile, data, 0o644)
-		}
+	}
+	if err := m.store(ctx, t, s); err != nil {
+		return 0, err
 	}
 	return v, nil
 }
 
+// store adds the run's values to the samples table.
+func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sample) error {
+	if m.taken == nil {
+		m.taken = map[string]int{}
+	}
+	index, ok := m.taken[t.Hash]
+	if !ok {
+		// Samples an interrupted process of this bisection stored.
+		had, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, Commit: t.Hash, Scenario: m.sc.Name,
+			Point: m.point.String(), Metric: m.metric})
+		if err != nil {
+			return err
+		}
+		index = len(had)
+	}
+	info, _ := json.Marshal(s.Env)
+	envID, err := m.results.Environment(ctx, info)
+	if err != nil {
+		return err
+	}
+	var rows []store.Sample
+	for _, spec := range m.sc.MetricSpecs() {
+		if v, ok := s.Values[spec.Name]; ok {
+			rows = append(rows, store.Sample{BuildKey: t.Key, Commit: t.Hash, Scenario: m.sc.Name, Point: m.point.String(),
+				Metric: spec.Name, Value: v, Index: index, Time: s.Start.Add(s.Elapsed), EnvironmentID: envID, BisectionID: m.id})
+		}
+	}
+	if err := m.results.AddSamples(ctx, rows); err != nil {
+		return err
+	}
+	m.taken[t.Hash] = index + 1
+	return nil
+}
+
 // environment is the machine of the first sample (of this or an earlier
 // process of the same bisection).
-func (m *bisectMeasurer) environment() notify.Environment {
+func (m *bisectMeasurer) environment(ctx context.Context) notify.Environment {
 	e := m.env
 	if e == nil {
+		samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
+		if err != nil || len(samples) == 0 || samples[0].EnvironmentID == 0 {
+			return notify.Environment{}
+		}
+		info, err := m.results.EnvironmentInfo(ctx, samples[0].EnvironmentID)
 		var saved bench.Environment
-		data, err := os.ReadFile(m.envFile)
-		if err != nil || json.Unmarshal(data, &saved) != nil {
+		if err != nil || json.Unmarshal(info, &saved) != nil {
 			return notify.Environment{}
 		}
 		e = &saved
@@ -510,7 +601,7 @@ func bisectReproduce(req bisectRequest, st *bisect.State) string {
 }
 
 // bisectPost posts a finding recorded in box, as 'pgbisect post ID' does.
-func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box postOutbox, id string) error {
+func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box *outbox.DB, id string) error {
 	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err

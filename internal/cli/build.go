@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,9 +26,7 @@ func runBuild(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "build", "[--repo DIR_OR_URL] [--state DIR] [--config FILE] [--configure-flag X ...] [--cflags S] [--jobs N] [--retry] REV...\n"+
 		"       pgbisect build --list\n"+
 		"       pgbisect build --prune [--max-age D] [--max-size BYTES]")
-	configFile := fs.String("config", "", "config `FILE` (default: configs/pgbisect.yaml if it exists)")
-	state := fs.String("state", "", "state `DIR` (default: config state_dir)")
-	repoFlag := fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default: config repo)")
+	flags := addCommonFlags(fs)
 	var configure buildFlagList
 	fs.Var(&configure, "configure-flag", "extra configure `FLAG` (repeatable; replaces config build.configure)")
 	cflags := fs.String("cflags", "", "`CFLAGS` for configure (default: config build.cflags)")
@@ -45,15 +42,9 @@ func runBuild(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := buildLoadConfig(*configFile)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
-	}
-	if *state != "" {
-		cfg.StateDir = *state
-	}
-	if *repoFlag != "" {
-		cfg.Repo = *repoFlag
 	}
 	if len(configure) > 0 {
 		cfg.Build.Configure = configure
@@ -214,17 +205,4 @@ func buildHumanBytes(n int64) string {
 	default:
 		return fmt.Sprintf("%dK", n/1024)
 	}
-}
-
-// buildLoadConfig loads the config file, configs/pgbisect.yaml when it
-// exists and none is given, else the defaults.
-func buildLoadConfig(file string) (*config.Config, error) {
-	if file != "" {
-		return config.LoadFile(file)
-	}
-	const def = "configs/pgbisect.yaml"
-	if _, err := os.Stat(def); err == nil {
-		return config.LoadFile(def)
-	}
-	return config.Default(), nil
 }

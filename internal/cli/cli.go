@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/store"
 )
 
 // Env is what a subcommand gets: its arguments, its writers and a logger.
@@ -22,6 +26,10 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Log    *slog.Logger
+
+	// results is the store of the daemon or nightly pass that runs the
+	// command in-process; nil: the command opens its own (openResults).
+	results *store.Store
 }
 
 // command is one subcommand.
@@ -146,4 +154,68 @@ func parseFlags(fs *flag.FlagSet, env *Env) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// commonFlags are where a command finds things: the config file, the state
+// directory, the PostgreSQL repository and, for commands that use it, the
+// results database.
+type commonFlags struct {
+	config, state, repo, db *string
+}
+
+// addCommonFlags declares --config, --state and --repo.
+func addCommonFlags(fs *flag.FlagSet) commonFlags {
+	return commonFlags{
+		config: fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)"),
+		state:  fs.String("state", "", "state `DIR` (default from the config)"),
+		repo:   fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)"),
+	}
+}
+
+// addStoreFlags declares the common flags and --db.
+func addStoreFlags(fs *flag.FlagSet) commonFlags {
+	f := addCommonFlags(fs)
+	f.db = fs.String("db", "", "results database `URL` (default: the config's db, PGBISECT_DB, else a private cluster in the state directory)")
+	return f
+}
+
+// load loads the config (configs/pgbisect.yaml when it exists and no
+// --config is given, else the defaults) and applies the flags to it, with
+// the state directory and a local repository made absolute.
+func (f commonFlags) load() (*config.Config, error) {
+	cfg, err := loadConfig(*f.config)
+	if err != nil {
+		return nil, err
+	}
+	if *f.state != "" {
+		cfg.StateDir = *f.state
+	}
+	if *f.repo != "" {
+		cfg.Repo = *f.repo
+	}
+	if f.db != nil && *f.db != "" {
+		cfg.DB = *f.db
+	}
+	if abs, err := filepath.Abs(cfg.StateDir); err == nil {
+		cfg.StateDir = abs
+	}
+	if !build.IsURL(cfg.Repo) {
+		if abs, err := filepath.Abs(cfg.Repo); err == nil {
+			cfg.Repo = abs
+		}
+	}
+	return cfg, nil
+}
+
+// loadConfig loads the config file, configs/pgbisect.yaml when it exists
+// and file is "", else the defaults.
+func loadConfig(file string) (*config.Config, error) {
+	if file != "" {
+		return config.LoadFile(file)
+	}
+	const def = "configs/pgbisect.yaml"
+	if _, err := os.Stat(def); err == nil {
+		return config.LoadFile(def)
+	}
+	return config.Default(), nil
 }

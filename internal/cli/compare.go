@@ -59,9 +59,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	point := fs.String("point", "", "compare only the matrix point `P` (e.g. clients=1)")
 	sets := runSetFlag{}
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable)")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config)")
-	repo := fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)")
+	flags := addCommonFlags(fs)
 	clientBin := fs.String("client-bin", "", "directory of the pgbench/psql used for both sides (default bench.client_bin, else A's)")
 	alpha := fs.Float64("alpha", 0, "false \"different\" rate across all looks (default 0.01)")
 	minEffect := fs.Float64("min-effect", 0, "smallest relative change that matters, e.g. 0.05 (default 0.03)")
@@ -78,15 +76,9 @@ func runCompare(ctx context.Context, env *Env) error {
 	if len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
 	}
-	cfg, err := runLoadConfig(*configFile)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
-	}
-	if *stateDir != "" {
-		cfg.StateDir = *stateDir
-	}
-	if *repo != "" {
-		cfg.Repo = *repo
 	}
 	sc, err := bench.LoadFileWith(*scenario, sets)
 	if err != nil {

@@ -26,7 +26,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 	schedule := fs.String("schedule", "", "cron spec overriding nightly.schedule, e.g. \"@every 6h\" or \"CRON_TZ=Europe/Berlin 0 2 * * *\"")
 	noNightly := fs.Bool("no-nightly", false, "take queued requests only; run no nightly pass")
 	noPost := fs.Bool("no-post", false, "record findings but post nothing")
-	flags := nightlyCommonFlags(fs)
+	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func (d *nightlyDeps) runJob(ctx context.Context, job store.Job, progress func(s
 	defer closeLog()
 	log(fmt.Sprintf("pgbisect bisect %q (attempt %d)", argv, job.Attempts))
 	w := nightlyLineWriter(nil, func(s string) { progress(s); log(s) })
-	return commands["bisect"].Run(ctx, &Env{Args: argv, Stdout: w, Stderr: w, Log: d.env.Log})
+	return commands["bisect"].Run(ctx, &Env{Args: argv, Stdout: w, Stderr: w, Log: d.env.Log, results: d.store})
 }
 
 // daemonJobLog appends lines to stateDir/logs/jobs/NAME.log.

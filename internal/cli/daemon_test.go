@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestDaemonRunsQueuedRequest starts `pgbisect daemon` in-process on a real
@@ -18,12 +19,8 @@ import (
 // checks that the daemon runs it through 'pgbisect bisect', records the
 // failure with its error and its log, and keeps running until cancelled.
 func TestDaemonRunsQueuedRequest(t *testing.T) {
-	if _, err := store.FindBinDir(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("needs PostgreSQL's server binaries in CI (run scripts/setup-debian.sh): %v", err)
-		}
-		t.Skip(err)
-	}
+	storetest.NeedServer(t)
+	t.Setenv("PGBISECT_DB", "") // the private cluster in the state directory
 	state := t.TempDir()
 	for _, d := range []string{filepath.Dir(state), state} {
 		if err := os.Chmod(d, 0o755); err != nil {

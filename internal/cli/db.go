@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -35,10 +34,7 @@ in STATE/db/run.`
 
 func runDB(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "db", dbUsage)
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config)")
-	fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (unused by db; accepted like every command)")
-	dbURL := fs.String("db", "", "results database `URL` (default: config db, PGBISECT_DB, else the private cluster)")
+	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -51,15 +47,9 @@ func runDB(ctx context.Context, env *Env) error {
 	if action != "psql" && len(rest) > 0 {
 		return usageError("db %s takes no arguments, got %q", action, rest)
 	}
-	cfg, err := dbLoadConfig(*configFile)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
-	}
-	if *stateDir != "" {
-		cfg.StateDir = *stateDir
-	}
-	if *dbURL != "" {
-		cfg.DB = *dbURL
 	}
 	cluster, err := store.NewCluster(cfg.StateDir, cfg.RunAs, env.Log)
 	if err != nil {
@@ -218,17 +208,4 @@ func redactURL(u string) string {
 		return scheme + "://" + user + ":xxxxx@" + host
 	}
 	return u
-}
-
-// dbLoadConfig loads the config file, configs/pgbisect.yaml when it exists
-// and none is given, else the defaults.
-func dbLoadConfig(file string) (*config.Config, error) {
-	if file != "" {
-		return config.LoadFile(file)
-	}
-	const def = "configs/pgbisect.yaml"
-	if _, err := os.Stat(def); err == nil {
-		return config.LoadFile(def)
-	}
-	return config.Default(), nil
 }

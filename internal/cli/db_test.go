@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestDBCommand drives "pgbisect db" through a private cluster's life:
@@ -17,12 +18,7 @@ import (
 // status with the schema version,
 // url, a refusal to manage a configured database, stop.
 func TestDBCommand(t *testing.T) {
-	if _, err := store.FindBinDir(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL server binaries are required in CI (run scripts/setup-debian.sh): %v", err)
-		}
-		t.Skipf("no PostgreSQL server binaries (run scripts/setup-debian.sh): %v", err)
-	}
+	storetest.NeedServer(t)
 	t.Setenv("PGBISECT_DB", "")
 	t.Setenv("PGBISECT_STATE", "")
 	dir := t.TempDir()

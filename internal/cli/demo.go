@@ -218,7 +218,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	if _, err := os.Stat(*scenario); errors.Is(err, os.ErrNotExist) {
 		return usageError("scenario %s not found: run the demo from the pgbisect source directory, or give -s", *scenario)
 	}
-	cfg, err := runLoadConfig(*configFile)
+	cfg, err := loadConfig(*configFile)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/bisections"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestDemoEndToEnd runs "pgbisect demo" for real: Debian's PostgreSQL 15
@@ -72,10 +74,32 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("culprits %v, want the injected %v\n%s", named, want, demoTail(stderr.String(), 40))
 	}
 
+	// Everything is in the results store: the state, every sample, the
+	// builds and the finding (kept, not queued for posting).
+	ctx := context.Background()
+	results := storetest.Store(t)
 	id := f.ID[strings.LastIndexByte(f.ID, '-')+1:]
-	st, err := bisect.FileSaver{Dir: state}.Load(context.Background(), id)
+	st, err := bisections.New(results).Load(ctx, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	samples, err := results.Samples(ctx, store.SampleQuery{BisectionID: st.ID, Metric: "copy_time"})
+	if err != nil || len(samples) < st.SamplesTaken {
+		t.Errorf("%d copy_time samples stored under the bisection, want at least the %d it took (%v)", len(samples), st.SamplesTaken, err)
+	}
+	for key, b := range st.Builds {
+		if rec, err := results.Build(ctx, key); err != nil || (rec.Status == "failed") != b.Broken {
+			t.Errorf("build %s of %s: stored %+v, %v; broken %v", key, b.Hash[:10], rec, err, b.Broken)
+		}
+	}
+	if sf, err := results.Finding(ctx, f.ID); err != nil || !sf.Settled || len(sf.Culprits) != len(f.Culprits) {
+		t.Errorf("stored finding %+v, %v: want it kept with its culprits and not pending", sf, err)
+	}
+	// A finished bisection resumes from the store to the same result.
+	var again, againErr bytes.Buffer
+	if code := Main(ctx, []string{"bisect", "--state", state, "--resume", st.ID}, &again, &againErr); code != 0 ||
+		!strings.Contains(again.String(), "bisection "+st.ID) || !strings.Contains(again.String(), short(f.Culprits[0].Commit.Hash)) {
+		t.Errorf("bisect --resume %s exited %d:\n%s\n%s", st.ID, code, again.String(), demoTail(againErr.String(), 20))
 	}
 	brokenSkipped := false
 	for _, b := range st.Builds {

@@ -18,6 +18,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 func init() {
@@ -33,7 +34,7 @@ func nightlyRun(ctx context.Context, env *Env) error {
 	force := fs.Bool("force", false, "measure the head even if it has not moved since the last pass")
 	wait := fs.Bool("wait", false, "wait while another pgbisect job uses the machine (default: refuse)")
 	noPost := fs.Bool("no-post", false, "record findings but post nothing (they wait for 'pgbisect post --pending')")
-	flags := nightlyCommonFlags(fs)
+	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -69,48 +70,6 @@ func nightlyRun(ctx context.Context, env *Env) error {
 	return err
 }
 
-// nightlyFlags are the flags every command of this file takes.
-type nightlyFlags struct {
-	config, state, repo, db *string
-}
-
-func nightlyCommonFlags(fs interface {
-	String(name, value, usage string) *string
-}) nightlyFlags {
-	return nightlyFlags{
-		config: fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)"),
-		state:  fs.String("state", "", "state `DIR` (default from the config)"),
-		repo:   fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)"),
-		db:     fs.String("db", "", "results database `URL` (default: the config's db, PGBISECT_DB, else a private cluster in the state directory)"),
-	}
-}
-
-// load loads the config and applies the flags to it.
-func (f nightlyFlags) load() (*config.Config, error) {
-	cfg, err := runLoadConfig(*f.config)
-	if err != nil {
-		return nil, err
-	}
-	if *f.state != "" {
-		cfg.StateDir = *f.state
-	}
-	if *f.repo != "" {
-		cfg.Repo = *f.repo
-	}
-	if *f.db != "" {
-		cfg.DB = *f.db
-	}
-	if abs, err := filepath.Abs(cfg.StateDir); err == nil {
-		cfg.StateDir = abs
-	}
-	if !build.IsURL(cfg.Repo) {
-		if abs, err := filepath.Abs(cfg.Repo); err == nil {
-			cfg.Repo = abs
-		}
-	}
-	return cfg, nil
-}
-
 // nightlyLockMachine takes the machine lock, saying who holds it when it
 // is busy: with wait it waits for them, without it refuses.
 func nightlyLockMachine(ctx context.Context, env *Env, stateDir string, wait bool) (func(), error) {
@@ -128,14 +87,15 @@ func nightlyLockMachine(ctx context.Context, env *Env, stateDir string, wait boo
 
 // nightlyDeps are the parts a nightly pass and the daemon's jobs run on.
 type nightlyDeps struct {
-	cfg       *config.Config
-	env       *Env
-	store     *store.Store
-	repo      *build.Repo
-	builder   *build.Builder
-	runner    *bench.Runner
-	scenarios []*bench.Scenario
-	mu        sync.Mutex // serialises bisectExecute's use of env
+	cfg        *config.Config
+	env        *Env
+	store      *store.Store
+	closeStore func()
+	repo       *build.Repo
+	builder    *build.Builder
+	runner     *bench.Runner
+	scenarios  []*bench.Scenario
+	mu         sync.Mutex // serialises bisectExecute's use of env
 }
 
 // nightlyOpen checks the suite and opens the results store. The repository
@@ -157,18 +117,15 @@ func nightlyOpen(ctx context.Context, env *Env, cfg *config.Config) (*nightlyDep
 	if len(d.scenarios) == 0 {
 		return nil, errors.New("the nightly suite is empty: list scenario files under nightly.scenarios in the config")
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the state directory: %w", err)
-	}
-	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return nil, err
 	}
-	d.store = st
+	d.store, d.closeStore = st, done
 	d.runner = &bench.Runner{StateDir: cfg.StateDir, ClientBin: cfg.Bench.ClientBin, Log: env.Log, KeepClusters: cfg.Bench.KeepClusters}
 	if proc.IsRoot() {
 		if d.runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
-			st.Close()
+			done()
 			return nil, err
 		}
 	}
@@ -177,7 +134,7 @@ func nightlyOpen(ctx context.Context, env *Env, cfg *config.Config) (*nightlyDep
 
 func (d *nightlyDeps) close() {
 	_ = d.runner.Close(context.Background())
-	d.store.Close()
+	d.closeStore()
 }
 
 // pass returns a nightly pass over the configured branch and suite,
@@ -188,6 +145,7 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 		if d.builder, d.repo, err = openBuilder(ctx, d.env, d.cfg); err != nil {
 			return nil, err
 		}
+		recordBuilds(d.builder, d.store, d.env.Log)
 	}
 	var clientBin func(string)
 	if d.cfg.Bench.ClientBin == "" {
@@ -208,8 +166,7 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 			return d.bisect(ctx, req, progress)
 		},
 		Report: func(ctx context.Context, f *notify.Finding) error {
-			box, _ := postOpenOutbox(d.cfg)
-			dir, err := notify.Publish(ctx, notify.ReportsDir(d.cfg.StateDir), f, box)
+			dir, err := notify.Publish(ctx, notify.ReportsDir(d.cfg.StateDir), f, outbox.New(d.store))
 			if err == nil {
 				progress(fmt.Sprintf("finding %s: %s", notify.Title(f), filepath.Join(dir, notify.ReportMarkdown)))
 			}
@@ -233,9 +190,10 @@ func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, pro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cfg := *d.cfg
-	env := &Env{Stdout: io.Discard, Stderr: nightlyLineWriter(nil, progress), Log: d.env.Log}
+	env := &Env{Stdout: io.Discard, Stderr: nightlyLineWriter(nil, progress), Log: d.env.Log, results: d.store}
 	out, err := bisectExecute(ctx, env, &cfg, bisectRequest{
-		Scenario: req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
+		CallerReports: true,
+		Scenario:      req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
 		Thresholds: bisectThresholds([]config.Stats{d.cfg.Stats}, 0, req.Thresholds.MinEffect, 0),
 		ClientBin:  d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
 	})
@@ -256,7 +214,14 @@ func (d *nightlyDeps) deliver(ctx context.Context) {
 		return
 	}
 	p.Log = d.env.Log
-	box, where := postOpenOutbox(d.cfg)
+	env := *d.env
+	env.results = d.store
+	box, where, done, err := openOutbox(ctx, &env, d.cfg)
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
+		return
+	}
+	defer done()
 	unlock, err := box.Lock(ctx)
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)

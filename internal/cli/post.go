@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 func init() {
@@ -30,9 +30,7 @@ func postRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "post", "[--dry-run] [--pending | FINDING_ID_OR_FILE...]")
 	dry := fs.Bool("dry-run", false, "print the title, labels and body that would be posted, and where; post nothing")
 	pending := fs.Bool("pending", false, "post every finding that is not yet (fully) posted")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config); findings are in DIR/findings")
-	fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (accepted for uniformity; not used)")
+	flags := addStoreFlags(fs)
 	args, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -40,11 +38,15 @@ func postRun(ctx context.Context, env *Env) error {
 	if *pending == (len(args) > 0) {
 		return usageError("give finding IDs or JSON files, or --pending (not both)")
 	}
-	cfg, err := postLoadConfig(*configFile, *stateDir)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
 	}
-	box, where := postOpenOutbox(cfg)
+	box, where, done, err := openOutbox(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
 	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err
@@ -115,28 +117,10 @@ func postRun(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// postOutbox is what post needs of an outbox. notify.Dir (files under the
-// state directory) implements it, and so does the results store's
-// store/outbox.DB.
-type postOutbox interface {
-	notify.Outbox
-	notify.Adder
-	Load(ctx context.Context, id string) (notify.Outgoing, error)
-	Lock(ctx context.Context) (unlock func(), err error)
-}
-
-// postOpenOutbox returns the outbox findings wait in, and a name for it in
-// messages: <state>/findings, where bisect and nightly record them through
-// notify.Publish.
-func postOpenOutbox(cfg *config.Config) (postOutbox, string) {
-	d := notify.FindingsDir(cfg.StateDir)
-	return d, d.Path
-}
-
 // postResolve returns the finding an argument names: a JSON file (recorded
 // in the outbox first when record is set, so its posts are remembered) or
 // the ID of a recorded finding.
-func postResolve(ctx context.Context, box postOutbox, arg string, record bool) (notify.Outgoing, error) {
+func postResolve(ctx context.Context, box *outbox.DB, arg string, record bool) (notify.Outgoing, error) {
 	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, os.PathSeparator) {
 		f, err := notify.ReadFile(arg)
 		if err != nil {
@@ -223,37 +207,11 @@ func postSummary(posts []notify.Post) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// postLoadConfig loads the config file (configs/pgbisect.yaml when it
-// exists and none is given, else the defaults) and applies --state.
-func postLoadConfig(file, state string) (*config.Config, error) {
-	var cfg *config.Config
-	var err error
-	switch {
-	case file != "":
-		cfg, err = config.LoadFile(file)
-	default:
-		if _, serr := os.Stat("configs/pgbisect.yaml"); serr == nil {
-			cfg, err = config.LoadFile("configs/pgbisect.yaml")
-		} else {
-			cfg = config.Default()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if state != "" {
-		cfg.StateDir = state
-	}
-	return cfg, nil
-}
-
 func reportRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "report", "[--format md|text|json] [--out DIR] FINDING_ID_OR_FILE")
 	format := fs.String("format", "md", "output `format`: md, text or json")
 	out := fs.String("out", "", "write report.md, report.txt, report.json and the plots into `DIR` instead of printing")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config); findings are in DIR/findings")
-	fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (accepted for uniformity; not used)")
+	flags := addStoreFlags(fs)
 	args, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -267,11 +225,16 @@ func reportRun(ctx context.Context, env *Env) error {
 			return err
 		}
 	} else {
-		cfg, err := postLoadConfig(*configFile, *stateDir)
+		cfg, err := flags.load()
 		if err != nil {
 			return err
 		}
-		o, err := notify.FindingsDir(cfg.StateDir).Load(ctx, args[0])
+		box, _, done, err := openOutbox(ctx, env, cfg)
+		if err != nil {
+			return err
+		}
+		defer done()
+		o, err := box.Load(ctx, args[0])
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func requestRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	fs := newFlags(env, "request", "")
-	flags := nightlyCommonFlags(fs)
+	flags := addStoreFlags(fs)
 	if _, err := parseFlags(fs, &Env{Args: own, Stderr: env.Stderr}); err != nil {
 		return err
 	}
@@ -57,11 +57,11 @@ func requestRun(ctx context.Context, env *Env) error {
 		requester += "@" + h
 	}
 	data, _ := json.Marshal(daemonBisectArgs{Argv: argv, Requester: requester})
-	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 	id, err := st.Enqueue(ctx, "bisect", data)
 	if err != nil {
 		return err

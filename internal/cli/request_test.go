@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 func TestRequestSplit(t *testing.T) {
@@ -52,12 +53,8 @@ func TestRequestSplit(t *testing.T) {
 // TestRequestAndStatus queues a request through the CLI into a real
 // results store and reads it back with status, text and JSON.
 func TestRequestAndStatus(t *testing.T) {
-	if _, err := store.FindBinDir(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("needs PostgreSQL's server binaries in CI (run scripts/setup-debian.sh): %v", err)
-		}
-		t.Skip(err)
-	}
+	storetest.NeedServer(t)
+	t.Setenv("PGBISECT_DB", "") // the private cluster in the state directory
 	state := t.TempDir()
 	for _, d := range []string{filepath.Dir(state), state} {
 		if err := os.Chmod(d, 0o755); err != nil {

@@ -50,9 +50,7 @@ func runRun(ctx context.Context, env *Env) error {
 	point := fs.String("point", "", "run only the matrix point `P` (e.g. clients=1)")
 	sets := runSetFlag{}
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable; a matrix variable takes a comma list)")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
-	stateDir := fs.String("state", "", "state `DIR` (default from the config)")
-	repo := fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)")
+	flags := addCommonFlags(fs)
 	clientBin := fs.String("client-bin", "", "directory of the pgbench to use (default bench.client_bin, else the build's)")
 	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
 	pos, err := parseFlags(fs, env)
@@ -68,15 +66,9 @@ func runRun(ctx context.Context, env *Env) error {
 	if (len(pos) == 0) == (*binDir == "") || len(pos) > 1 {
 		return usageError("give one REV to build, or --bindir DIR to measure an existing installation")
 	}
-	cfg, err := runLoadConfig(*configFile)
+	cfg, err := flags.load()
 	if err != nil {
 		return err
-	}
-	if *stateDir != "" {
-		cfg.StateDir = *stateDir
-	}
-	if *repo != "" {
-		cfg.Repo = *repo
 	}
 	sc, err := bench.LoadFileWith(*scenario, sets)
 	if err != nil {
@@ -264,19 +256,6 @@ func runFirstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// runLoadConfig loads the config file, configs/pgbisect.yaml when it exists
-// and none is given, else the defaults.
-func runLoadConfig(file string) (*config.Config, error) {
-	if file != "" {
-		return config.LoadFile(file)
-	}
-	const def = "configs/pgbisect.yaml"
-	if _, err := os.Stat(def); err == nil {
-		return config.LoadFile(def)
-	}
-	return config.Default(), nil
 }
 
 // runBuildTarget builds rev, or takes its build from the cache, and

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
@@ -19,7 +20,7 @@ import (
 func init() {
 	register(command{
 		Name:    "status",
-		Summary: "show the daemon, the job running and its progress, the queue and the last nightly pass",
+		Summary: "show the daemon, the job running and its progress, the queue, the bisections and the last nightly pass",
 		Run:     statusRun,
 	})
 }
@@ -31,13 +32,61 @@ type statusReport struct {
 	Machine       *nightly.Holder   `json:"machine_busy_with,omitempty"`
 	Jobs          []store.Job       `json:"jobs"`
 	LastNightly   *store.NightlyRun `json:"last_nightly,omitempty"`
+	// Bisections are the unfinished ones and the last finished ones.
+	Bisections []statusBisection `json:"bisections"`
+}
+
+// statusBisection is one stored bisection, as status lists it.
+type statusBisection struct {
+	ID       string    `json:"id"`
+	Phase    string    `json:"phase"`
+	Outcome  string    `json:"outcome,omitempty"`
+	Updated  time.Time `json:"updated"`
+	Scenario string    `json:"scenario"`
+	Metric   string    `json:"metric"`
+	Point    string    `json:"point,omitempty"`
+	Good     string    `json:"good"`
+	Bad      string    `json:"bad"`
+	Builds   int       `json:"builds"`
+	Samples  int       `json:"samples"`
+}
+
+// statusBisections reads the unfinished bisections and the last finished
+// ones (all with all).
+func statusBisections(ctx context.Context, st *store.Store, all bool) ([]statusBisection, error) {
+	infos, err := st.Bisections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []statusBisection
+	done := 0
+	for _, info := range infos {
+		if info.Status == string(bisect.PhaseDone) {
+			if done++; done > 5 && !all {
+				continue
+			}
+		}
+		data, _, err := st.LoadBisection(ctx, info.ID)
+		if err != nil {
+			return nil, err
+		}
+		s, err := bisect.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("bisection %s in the results store: %w", info.ID, err)
+		}
+		in := s.Inputs
+		out = append(out, statusBisection{ID: s.ID, Phase: string(s.Phase), Outcome: string(s.Outcome), Updated: info.Updated,
+			Scenario: strings.TrimSuffix(filepath.Base(in.Scenario), ".yaml"), Metric: in.Metric, Point: in.Point,
+			Good: in.Good, Bad: in.Bad, Builds: s.BuildsDone, Samples: s.SamplesTaken})
+	}
+	return out, nil
 }
 
 func statusRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "status", "[--json] [--all]")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	all := fs.Bool("all", false, "list every finished job, not only the last 10")
-	flags := nightlyCommonFlags(fs)
+	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -56,11 +105,11 @@ func statusRun(ctx context.Context, env *Env) error {
 	if h, held, err := nightly.MachineHolder(cfg.StateDir); err == nil && held {
 		rep.Machine = &h
 	}
-	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 	jobs, err := st.Jobs(ctx)
 	if err != nil {
 		return err
@@ -77,6 +126,9 @@ func statusRun(ctx context.Context, env *Env) error {
 		finished = finished[len(finished)-10:]
 	}
 	rep.Jobs = append(finished, rep.Jobs...)
+	if rep.Bisections, err = statusBisections(ctx, st, *all); err != nil {
+		return err
+	}
 	if last, err := st.LastNightly(ctx, cfg.Branch); err == nil {
 		rep.LastNightly = &last
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -131,6 +183,7 @@ func statusPrint(w io.Writer, rep statusReport, now time.Time) {
 	if n := rep.LastNightly; n != nil {
 		fmt.Fprintf(w, "last nightly pass: %s at %s, %s, started %s ago\n", n.Branch, build.Short(n.Commit), n.Status, statusAge(now, n.Started))
 	}
+	statusPrintBisections(w, rep.Bisections, now)
 	if len(rep.Jobs) == 0 {
 		fmt.Fprintln(w, "queue: empty")
 		return
@@ -151,6 +204,29 @@ func statusPrint(w io.Writer, rep statusReport, now time.Time) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, j.Status, statusAge(now, j.Created), j.Attempts, note, statusArgs(args.Argv))
 	}
 	tw.Flush()
+}
+
+func statusPrintBisections(w io.Writer, bs []statusBisection, now time.Time) {
+	if len(bs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nbisections (resume an unfinished one with 'pgbisect bisect --resume ID'):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPHASE\tUPDATED\tBUILDS\tSAMPLES\tWHAT")
+	for _, b := range bs {
+		phase := b.Phase
+		if b.Outcome != "" {
+			phase += ": " + b.Outcome
+		}
+		what := b.Scenario + " " + b.Metric
+		if b.Point != "" {
+			what += " at " + b.Point
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%d\t%d\t%s %s..%s\n", b.ID, phase, statusAge(now, b.Updated), b.Builds, b.Samples,
+			what, build.Short(b.Good), build.Short(b.Bad))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // statusArgs shows a job's arguments on one line, scenario files by name.

@@ -1,0 +1,18 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/pgbisect/pgbisect/store/storetest"
+)
+
+// TestMain points the commands that use the results store (bisect, demo,
+// post, report) at one cluster the package's tests share, stopped at the
+// end. Tests of the private-cluster path itself set PGBISECT_DB to "".
+func TestMain(m *testing.M) {
+	if st, err := storetest.Start(); err == nil {
+		os.Setenv("PGBISECT_DB", st.Cluster().URL())
+	}
+	storetest.Main(m)
+}
