@@ -284,13 +284,10 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	})
 	var box *outbox.DB
 	var adder notify.Adder
-	where := ""
 	if !req.CallerReports {
-		var done func()
-		if box, where, done, err = openOutbox(ctx, env, cfg); err != nil {
+		if box, err = outboxOf(ctx, env, results, cfg.StateDir); err != nil {
 			return nil, err
 		}
-		closers = append(closers, done)
 		adder = box
 	}
 	dir, err := notify.Publish(ctx, notify.ReportsDir(cfg.StateDir), f, adder)
@@ -302,7 +299,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	case box == nil:
 	case req.Post:
 		if err := bisectPost(ctx, env, cfg, box, f.ID); err != nil {
-			fmt.Fprintf(env.Stderr, "pgbisect bisect: not posted: %v; the finding waits in %s: run 'pgbisect post --pending' to retry\n", err, where)
+			fmt.Fprintf(env.Stderr, "pgbisect bisect: not posted: %v; the finding waits in %s: run 'pgbisect post --pending' to retry\n", err, storeName(cfg.DB))
 		}
 	default:
 		// Kept, but not queued for posting: nobody asked for it.

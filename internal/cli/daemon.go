@@ -83,7 +83,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "pgbisect daemon: state %s, schedule %q (%s), queue in %s; stop with SIGTERM or Ctrl-C\n",
-		cfg.StateDir, spec, cfg.Nightly.TimeZone, daemonStoreName(cfg.DB))
+		cfg.StateDir, spec, cfg.Nightly.TimeZone, storeName(cfg.DB))
 	return dm.Wait()
 }
 
@@ -128,11 +128,4 @@ func daemonJobLog(stateDir, name string) (log func(string), closeLog func()) {
 		return func(string) {}, func() {}
 	}
 	return func(s string) { fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), s) }, func() { f.Close() }
-}
-
-func daemonStoreName(url string) string {
-	if url == "" {
-		return "the private results cluster"
-	}
-	return redactURL(url)
 }

@@ -214,14 +214,12 @@ func (d *nightlyDeps) deliver(ctx context.Context) {
 		return
 	}
 	p.Log = d.env.Log
-	env := *d.env
-	env.results = d.store
-	box, where, done, err := openOutbox(ctx, &env, d.cfg)
+	box, err := outboxOf(ctx, d.env, d.store, d.cfg.StateDir)
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
 		return
 	}
-	defer done()
+	where := storeName(d.cfg.DB)
 	unlock, err := box.Lock(ctx)
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)

@@ -42,11 +42,16 @@ func postRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	box, where, done, err := openOutbox(ctx, env, cfg)
+	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
+	box, err := outboxOf(ctx, env, st, cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	where := storeName(cfg.DB)
 	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err
@@ -229,11 +234,15 @@ func reportRun(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		box, _, done, err := openOutbox(ctx, env, cfg)
+		st, done, err := openResults(ctx, env, cfg)
 		if err != nil {
 			return err
 		}
 		defer done()
+		box, err := outboxOf(ctx, env, st, cfg.StateDir)
+		if err != nil {
+			return err
+		}
 		o, err := box.Load(ctx, args[0])
 		if err != nil {
 			return err

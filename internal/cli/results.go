@@ -50,23 +50,25 @@ func recordBuilds(b *build.Builder, st *store.Store, log *slog.Logger) {
 	}
 }
 
-// openOutbox returns the outbox of the results store, where findings wait
-// to be posted, with a name for it in messages. Findings an older pgbisect
-// left in STATE/findings are moved into it first.
-func openOutbox(ctx context.Context, env *Env, cfg *config.Config) (box *outbox.DB, where string, done func(), err error) {
-	st, done, err := openResults(ctx, env, cfg)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	box = outbox.New(st)
-	files := notify.FindingsDir(cfg.StateDir)
+// outboxOf returns the outbox of st, where findings wait to be posted.
+// Findings an older pgbisect left in STATE/findings are moved into it first.
+func outboxOf(ctx context.Context, env *Env, st *store.Store, stateDir string) (*outbox.DB, error) {
+	box := outbox.New(st)
+	files := notify.FindingsDir(stateDir)
 	n, err := box.Import(ctx, files)
 	if err != nil {
-		done()
-		return nil, "", nil, err
+		return nil, err
 	}
 	if n > 0 {
 		fmt.Fprintf(env.Stderr, "moved %d findings from %s into the results store\n", n, files.Path)
 	}
-	return box, "the results store (" + daemonStoreName(cfg.DB) + ")", done, nil
+	return box, nil
+}
+
+// storeName names the results store of a db URL in messages.
+func storeName(url string) string {
+	if url == "" {
+		return "the private results cluster"
+	}
+	return redactURL(url)
 }
