@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 // TestNightlyEndToEnd runs three nightly passes for real over a local
@@ -132,12 +134,27 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Fatalf("pass 2: %s at %s against %s, want a regression at %s against %s\n%s", run.Status, build.Short(run.Commit),
 			build.Short(detail.Base), build.Short(head), build.Short(base), out)
 	}
-	box := notify.FindingsDir(state)
+	// The finding waits in the store's outbox (not posted: --no-post), and
+	// the bisection's samples are in the store under its ID.
+	box := outbox.New(st)
+	pending, err := box.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var named []string
 	for _, id := range detail.Findings {
 		o, err := box.Load(ctx, id)
 		if err != nil {
 			t.Fatalf("finding %s of pass 2: %v", id, err)
+		}
+		if !slices.ContainsFunc(pending, func(p notify.Outgoing) bool { return p.Finding.ID == id }) {
+			t.Errorf("finding %s is not pending in the outbox", id)
+		}
+		if o.Finding.Kind == notify.Regression {
+			bid := id[strings.LastIndexByte(id, '-')+1:]
+			if n, err := st.Samples(ctx, store.SampleQuery{BisectionID: bid, AnyPoint: true}); err != nil || len(n) == 0 {
+				t.Errorf("no samples stored under bisection %s (%v)", bid, err)
+			}
 		}
 		f := o.Finding
 		if f.Kind != notify.Regression {
