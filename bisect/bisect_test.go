@@ -247,8 +247,9 @@ func TestResumeEverywhere(t *testing.T) {
 		if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(context.Background(), got); err != nil {
 			t.Fatalf("stop %d: resumed Run: %v", stop, err)
 		}
-		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.Culprits, want.Culprits) ||
-			!reflect.DeepEqual(got.Checks, want.Checks) || got.SamplesTaken != want.SamplesTaken {
+		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.SampleSeq, want.SampleSeq) ||
+			!reflect.DeepEqual(got.Culprits, want.Culprits) || !reflect.DeepEqual(got.Checks, want.Checks) ||
+			got.SamplesTaken != want.SamplesTaken {
 			t.Fatalf("stop %d: resumed bisection differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
 		}
 		if !slices.Equal(lab.measured, ref.measured) {
@@ -348,5 +349,114 @@ func TestFinding(t *testing.T) {
 	}
 	if f.ID != s.FindingID() || !strings.HasSuffix(f.ID, s.ID) {
 		t.Errorf("finding ID %q does not name bisection %s", f.ID, s.ID)
+	}
+}
+
+// stepLab is a detLab on a machine that becomes slower, for good, after
+// a number of samples: another job arrives and stays.
+type stepLab struct {
+	*detLab
+	after int     // samples before the step
+	slow  float64 // e.g. 0.3: every run 30% slower after it
+	n     int
+}
+
+func (l *stepLab) Measure(ctx context.Context, t Target) (float64, error) {
+	v, err := l.detLab.Measure(ctx, t)
+	l.n++
+	if l.n > l.after {
+		v *= 1 + l.slow
+	}
+	return v, err
+}
+
+// TestDriftDoesNotConfound bisects on a machine that turns 30% slower
+// during the search. Comparisons on fresh interleaved samples find the
+// culprit with no phantom verdict (a regression or improvement between
+// commits of equal true level); reusing the samples taken before the step
+// (Window 0, the old behaviour) is misled by it.
+func TestDriftDoesNotConfound(t *testing.T) {
+	h := history(64, []int{5, 30}, map[int]float64{41: 0.2}, nil)
+	for _, window := range []int{DefaultWindow, 0} {
+		lab := &stepLab{detLab: newDetLab(h, 0.03), after: 60, slow: 0.3}
+		in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed",
+			Direction: stats.LowerIsBetter, Thresholds: testThresholds}
+		s, err := NewState(in, h.Commits, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Window = window
+		if err := (&Engine{Builder: lab, Measurer: lab}).Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		phantoms := 0
+		for _, p := range s.Pairs {
+			if (p.Verdict == VerdictRegression || p.Verdict == VerdictImprovement) && h.Level[p.Left] == h.Level[p.Right] {
+				phantoms++
+			}
+		}
+		exact := s.Outcome == OutcomeFound && len(s.Culprits) == 1 && slices.Equal(s.Culprits[0].Candidates, []int{41})
+		if window == DefaultWindow && (!exact || phantoms > 0) {
+			t.Errorf("window %d: %s, %d phantom verdicts; want culprit 41 and none\n%s", window, s.Summary, phantoms, eventLog(s))
+		}
+		if window == 0 && phantoms == 0 {
+			t.Errorf("window 0 (every sample reused) saw no phantom despite the step: the test no longer shows drift\n%s", eventLog(s))
+		}
+	}
+}
+
+// TestResumeOldState resumes states saved before sample times and windows
+// existed (no sample_seq, window or from): they decode, and the bisection
+// continues as it began, reusing every sample, exactly like an
+// uninterrupted run of the old behaviour.
+func TestResumeOldState(t *testing.T) {
+	h := history(24, []int{4, 13}, map[int]float64{9: 0.3, 18: 0.2}, []int{15})
+	run := func(s *State, lab *detLab, saver Saver, ctx context.Context) error {
+		return (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(ctx, s)
+	}
+	in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed",
+		Direction: stats.LowerIsBetter, Thresholds: testThresholds}
+	want, _ := NewState(in, h.Commits, time.Time{})
+	want.Window = 0
+	ref := newDetLab(h, 0.03)
+	if err := run(want, ref, nil, context.Background()); err != nil || want.Outcome != OutcomeFound {
+		t.Fatalf("reference run: %v %s", err, want.Summary)
+	}
+	for _, stop := range []int{ref.actions / 3, 2 * ref.actions / 3} {
+		s, _ := NewState(in, h.Commits, time.Time{})
+		s.Window = 0
+		lab := newDetLab(h, 0.03)
+		ctx, cancel := context.WithCancel(context.Background())
+		lab.stopAt, lab.cancel = stop, cancel
+		saver := &memSaver{}
+		if err := run(s, lab, saver, ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stop %d: Run returned %v", stop, err)
+		}
+		cancel()
+		// Remove what older versions did not write.
+		var raw map[string]any
+		if err := json.Unmarshal(saver.data, &raw); err != nil {
+			t.Fatal(err)
+		}
+		delete(raw, "sample_seq")
+		delete(raw, "window")
+		for _, p := range raw["pairs"].([]any) {
+			delete(p.(map[string]any), "from")
+		}
+		old, _ := json.Marshal(raw)
+		if strings.Contains(string(old), "sample_seq") || strings.Contains(string(old), `"from"`) {
+			t.Fatal("the old state still holds new fields")
+		}
+		got, err := Decode(old)
+		if err != nil {
+			t.Fatalf("stop %d: decoding an old state: %v", stop, err)
+		}
+		lab.stopAt = 0
+		if err := run(got, lab, nil, context.Background()); err != nil {
+			t.Fatalf("stop %d: resumed Run: %v", stop, err)
+		}
+		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.Culprits, want.Culprits) || got.SamplesTaken != want.SamplesTaken {
+			t.Fatalf("stop %d: resumed old state differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
+		}
 	}
 }

@@ -82,5 +82,15 @@ func Decode(data []byte) (*State, error) {
 	if s.Samples == nil {
 		s.Samples = map[string][]float64{}
 	}
+	if s.SampleSeq == nil {
+		s.SampleSeq = map[string][]int{}
+	}
+	if s.Window > 0 {
+		for k, xs := range s.Samples {
+			if len(s.SampleSeq[k]) != len(xs) {
+				return nil, fmt.Errorf("bisection state %s: key %s has %d samples but %d sample times: the state is damaged, start it again", s.ID, k, len(xs), len(s.SampleSeq[k]))
+			}
+		}
+	}
 	return &s, nil
 }

@@ -225,7 +225,10 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 		s.logf(now, "verdict", r.Hash, "%s..%s: same build, same server", l.Short(), r.Short())
 		return Action{}, true
 	}
-	side, c := s.decide(s.Samples[l.Key], s.Samples[r.Key], &p.Target, s.Inputs.Thresholds)
+	if p.Target == 0 {
+		p.From = s.SamplesTaken
+	}
+	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{p.Left, p.Right}[side], Pair: k, Check: -1}, false
 	}
@@ -233,6 +236,27 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 	p.Result = resultOf(*c)
 	s.logf(now, "verdict", r.Hash, "%s..%s: %s, %s", l.Short(), r.Short(), p.Verdict, p.Result)
 	return Action{}, true
+}
+
+// DefaultWindow is State.Window of a new bisection: every search
+// comparison is judged on fresh samples of both sides, taken interleaved
+// since it started, so drift of the machine's speed over the hours of a
+// bisection hits both sides alike. Reusing older samples saves about half
+// the samples on a steady machine but, under drift, loses culprits and
+// spends the savings on phantom regressions; docs/bisect.md has the
+// simulation that chose it.
+const DefaultWindow = 1
+
+// recent returns the samples of key that a comparison started at from
+// may use: those younger than Window samples then (taken at from or
+// later when Window is 1), or all of them when Window is 0.
+func (s *State) recent(key string, from int) []float64 {
+	xs := s.Samples[key]
+	if s.Window <= 0 {
+		return xs
+	}
+	i, _ := slices.BinarySearch(s.SampleSeq[key], from-s.Window+1)
+	return xs[i:]
 }
 
 // CheckBudget multiplies the sample budget and the batch of a check: a

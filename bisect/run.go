@@ -163,6 +163,9 @@ func (s *State) Record(act Action, v float64, took time.Duration) {
 	} else {
 		k := s.Commits[act.Commit].Key
 		s.Samples[k] = append(s.Samples[k], v)
+		if s.Window > 0 {
+			s.SampleSeq[k] = append(s.SampleSeq[k], s.SamplesTaken)
+		}
 	}
 	s.SamplesTaken++
 	s.MeasureTime += took

@@ -74,6 +74,105 @@ type SimConfig struct {
 	BrokenStretches int
 	// Thresholds for the bisection; zero fields take DefaultThresholds.
 	Thresholds stats.Thresholds
+	// Drift moves the machine's speed over the bisection; zero: none.
+	Drift Drift
+	// Window is the bisection's State.Window: 0 takes DefaultWindow, -1
+	// reuses every sample however old (as bisections before windows did).
+	Window int
+}
+
+// Drift is a model of a machine whose speed changes over the hours of a
+// bisection, whatever commit it runs: a factor that multiplies every
+// measurement and depends only on when the sample is taken (the count of
+// samples before it), never on the commit. Zero fields turn a part off.
+type Drift struct {
+	// Walk is the relative standard deviation of a slow random walk of the
+	// machine's speed (thermal state, page cache, background daemons): a
+	// mean-reverting walk of log speed, whose correlation time is WalkSpan
+	// samples (default 200).
+	Walk     float64
+	WalkSpan int
+	// Bursts is the mean number of load bursts per 1,000 samples (other
+	// jobs on a shared machine). Each slows every run by BurstMin to
+	// BurstMax (default 15% to 30%) for a stretch of BurstLen/2 to
+	// 3*BurstLen/2 samples (default 60).
+	Bursts             float64
+	BurstMin, BurstMax float64
+	BurstLen           int
+}
+
+// On reports whether d moves the speed at all.
+func (d Drift) On() bool { return d.Walk > 0 || d.Bursts > 0 }
+
+func (d Drift) withDefaults() Drift {
+	if d.WalkSpan == 0 {
+		d.WalkSpan = 200
+	}
+	if d.BurstMin == 0 && d.BurstMax == 0 {
+		d.BurstMin, d.BurstMax = 0.15, 0.30
+	}
+	if d.BurstLen == 0 {
+		d.BurstLen = 60
+	}
+	return d
+}
+
+// String names the model for tables: "walk 5%/200, 2 bursts/1000 of +15–30% × 60".
+func (d Drift) String() string {
+	if !d.On() {
+		return "none"
+	}
+	d = d.withDefaults()
+	var parts []string
+	if d.Walk > 0 {
+		parts = append(parts, fmt.Sprintf("walk %.0f%%/%d", 100*d.Walk, d.WalkSpan))
+	}
+	if d.Bursts > 0 {
+		parts = append(parts, fmt.Sprintf("%g bursts/1000 of +%.0f–%.0f%% × %d", d.Bursts, 100*d.BurstMin, 100*d.BurstMax, d.BurstLen))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// machine is the state of a Drift over simulated time. It draws from its
+// own generator, so a history and its noise are the same with and without
+// drift.
+type machine struct {
+	d       Drift
+	rng     *rand.Rand
+	logWalk float64
+	burst   float64 // current slowdown, 0 outside a burst
+	left    int     // samples left in the burst
+}
+
+func newMachine(d Drift, seed uint64) *machine {
+	d = d.withDefaults()
+	m := &machine{d: d, rng: rand.New(rand.NewPCG(seed, 0xd41f7))}
+	if d.Walk > 0 {
+		m.logWalk = d.Walk * m.rng.NormFloat64() // start anywhere in the stationary range
+	}
+	return m
+}
+
+// next returns the speed factor of the next sample (1: nominal, 1.2: every
+// run 20% slower) and moves time on by one sample.
+func (m *machine) next() float64 {
+	d := m.d
+	if d.Walk > 0 {
+		// Ornstein–Uhlenbeck step with stationary stddev Walk.
+		theta := 1 / float64(d.WalkSpan)
+		m.logWalk = (1-theta)*m.logWalk + d.Walk*math.Sqrt(2*theta)*m.rng.NormFloat64()
+	}
+	if m.left == 0 {
+		m.burst = 0
+		if d.Bursts > 0 && m.rng.Float64() < d.Bursts/1000 {
+			m.burst = d.BurstMin + (d.BurstMax-d.BurstMin)*m.rng.Float64()
+			m.left = d.BurstLen/2 + m.rng.IntN(d.BurstLen+1)
+		}
+	}
+	if m.left > 0 {
+		m.left--
+	}
+	return math.Exp(m.logWalk) * (1 + m.burst)
 }
 
 // SimHistory is a simulated range with its truth.
@@ -164,6 +263,7 @@ type simLab struct {
 	noise  Noise
 	sigma  float64
 	builds map[string]int // builds per hash; must never exceed 1 for a key
+	speed  *machine       // drift; nil: none
 }
 
 func newSimLab(h *SimHistory, noise Noise, sigma float64, rng *rand.Rand) *simLab {
@@ -187,7 +287,11 @@ func (l *simLab) Build(_ context.Context, hash string) (Target, error) {
 }
 
 func (l *simLab) Measure(_ context.Context, t Target) (float64, error) {
-	return 100 * l.h.Level[t.(int)] * l.noise.Draw(l.rng, l.sigma), nil
+	v := 100 * l.h.Level[t.(int)] * l.noise.Draw(l.rng, l.sigma)
+	if l.speed != nil {
+		v *= l.speed.next()
+	}
+	return v, nil
 }
 
 // SimRun is the outcome of one simulated bisection.
@@ -207,26 +311,37 @@ type SimRun struct {
 
 // Simulate runs one seeded bisection of a history drawn for cfg.
 func Simulate(cfg SimConfig, seed uint64) (SimRun, error) {
+	run, _, _, err := simulate(cfg, seed)
+	return run, err
+}
+
+func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	cfg = cfg.withDefaults()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	h := NewSimHistory(cfg, rng)
 	lab := newSimLab(h, cfg.Noise, cfg.Sigma, rng)
+	if cfg.Drift.On() {
+		lab.speed = newMachine(cfg.Drift, seed)
+	}
 	in := Inputs{Repo: "sim", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash,
 		Scenario: "sim", Metric: "elapsed", Direction: stats.LowerIsBetter, Thresholds: cfg.Thresholds}
 	s, err := NewState(in, h.Commits, time.Time{})
 	if err != nil {
-		return SimRun{}, err
+		return SimRun{}, nil, nil, err
+	}
+	if cfg.Window != 0 {
+		s.Window = max(cfg.Window, 0)
 	}
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
 	if err := e.Run(context.Background(), s); err != nil {
-		return SimRun{}, err
+		return SimRun{}, nil, nil, err
 	}
 	for hash, n := range lab.builds {
 		if n > 1 {
-			return SimRun{}, fmt.Errorf("commit %s built %d times", hash, n)
+			return SimRun{}, nil, nil, fmt.Errorf("commit %s built %d times", hash, n)
 		}
 	}
-	return score(s, h), nil
+	return score(s, h), s, h, nil
 }
 
 // score compares a finished bisection with the truth.
@@ -309,16 +424,16 @@ func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, err
 // FormatSimTable renders rows as a Markdown table.
 func FormatSimTable(rows []SimRow) string {
 	var b strings.Builder
-	b.WriteString("| commits | culprits | effect | noise | broken stretches | runs | exact culprits | wrong blame | builds | log2(candidates) | samples |\n")
-	b.WriteString("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| commits | culprits | effect | noise | drift | broken stretches | runs | exact culprits | wrong blame | builds | log2(candidates) | samples |\n")
+	b.WriteString("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		c := r.Config
 		eff := fmt.Sprintf("%.0f%%", 100*c.Effect)
 		if c.Effect == 0 {
 			eff = fmt.Sprintf("%.0f–%.0f%%", 100*c.MinEffect, 100*c.MaxEffect)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %s %.0f%% | %d | %d | %.1f%% | %.1f%% | %.1f | %.1f | %.0f |\n",
-			c.Commits, c.Culprits, eff, c.Noise, 100*c.Sigma, c.BrokenStretches, r.Runs,
+		fmt.Fprintf(&b, "| %d | %d | %s | %s %.0f%% | %s | %d | %d | %.1f%% | %.1f%% | %.1f | %.1f | %.0f |\n",
+			c.Commits, c.Culprits, eff, c.Noise, 100*c.Sigma, c.Drift, c.BrokenStretches, r.Runs,
 			100*r.ExactRate, 100*r.WrongRate, r.Builds, r.Bound, r.Samples)
 	}
 	return b.String()

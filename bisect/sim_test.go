@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
 var (
 	simTable = flag.String("simtable", "", "run the simulation table and write it as Markdown to this file")
 	simRuns  = flag.Int("simruns", 200, "bisections per row of the simulation table")
+	simOnly  = flag.String("simrows", "", "comma-separated row numbers (from 1) of the simulation table to run; empty: all")
 )
 
 // simRows are the families of the README's simulation table.
@@ -28,6 +31,18 @@ func simRows() []SimConfig {
 		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.03, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 0, BrokenStretches: 3},
 	)
+	// A machine whose speed drifts over the bisection: a slow walk, load
+	// bursts, both.
+	walk := Drift{Walk: 0.05}
+	bursts := Drift{Bursts: 2}
+	both := Drift{Walk: 0.05, Bursts: 2}
+	rows = append(rows,
+		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3, Drift: walk},
+		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3, Drift: bursts},
+		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3, Drift: both},
+		SimConfig{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3, Drift: both},
+		SimConfig{Commits: 1000, Culprits: 0, BrokenStretches: 3, Drift: both},
+	)
 	return rows
 }
 
@@ -38,8 +53,17 @@ func TestSimulationTable(t *testing.T) {
 	if *simTable == "" {
 		t.Skip("run with -simtable FILE to write the simulation table")
 	}
+	only := map[int]bool{}
+	for _, f := range strings.Split(*simOnly, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			only[n] = true
+		}
+	}
 	var rows []SimRow
 	for i, cfg := range simRows() {
+		if len(only) > 0 && !only[i+1] {
+			continue
+		}
 		row, err := SimulateRow(cfg, *simRuns, uint64(i+1), runtime.NumCPU())
 		if err != nil {
 			t.Fatal(err)

@@ -40,9 +40,21 @@ type State struct {
 	Builds map[string]*BuildResult `json:"builds"`
 
 	// Samples holds every measurement of the chosen metric, per build
-	// key, in the order taken. Every search comparison involving a key uses
-	// all of them.
+	// key, in the order taken. A search comparison involving a key uses
+	// those young enough when it starts (see Window).
 	Samples map[string][]float64 `json:"samples"`
+	// SampleSeq holds, for each sample in Samples, when it was taken on
+	// the bisection's clock: the value of SamplesTaken just before it.
+	// States saved before sample times were kept have none.
+	SampleSeq map[string][]int `json:"sample_seq,omitempty"`
+	// Window limits the reuse of samples in search comparisons: a
+	// comparison uses the samples of its sides that are younger than
+	// Window samples (of the whole bisection) when it starts; 1 takes
+	// only samples taken since it started (DefaultWindow). A machine's
+	// speed drifts over hours, so a commit measured long ago cannot be
+	// compared with one measured now. 0 reuses every sample however old,
+	// as states saved before windows existed did.
+	Window int `json:"window,omitempty"`
 
 	// Phase is where the search is.
 	Phase Phase `json:"phase"`
@@ -186,7 +198,10 @@ type Pair struct {
 	Right int `json:"right"`
 	// Target is the number of samples per side to have before the next
 	// comparison.
-	Target  int     `json:"target"`
+	Target int `json:"target"`
+	// From is when the pair's comparison started, on the clock of
+	// SampleSeq (see State.Window).
+	From    int     `json:"from,omitempty"`
 	Verdict Verdict `json:"verdict"`
 	// Result is the comparison that gave the verdict.
 	Result *Result `json:"result,omitempty"`
@@ -302,17 +317,19 @@ func NewState(in Inputs, commits []Commit, now time.Time) (*State, error) {
 	in.Thresholds = in.Thresholds.WithDefaults()
 	n := len(commits)
 	s := &State{
-		Version: StateVersion,
-		ID:      ID(in),
-		Inputs:  in,
-		Commits: commits,
-		Builds:  map[string]*BuildResult{},
-		Samples: map[string][]float64{},
-		Phase:   PhaseEndpoints,
-		Points:  []int{0, n - 1},
-		Pairs:   []Pair{{Left: 0, Right: n - 1, Parent: -1}},
-		Started: now,
-		Updated: now,
+		Version:   StateVersion,
+		ID:        ID(in),
+		Inputs:    in,
+		Commits:   commits,
+		Builds:    map[string]*BuildResult{},
+		Samples:   map[string][]float64{},
+		SampleSeq: map[string][]int{},
+		Window:    DefaultWindow,
+		Phase:     PhaseEndpoints,
+		Points:    []int{0, n - 1},
+		Pairs:     []Pair{{Left: 0, Right: n - 1, Parent: -1}},
+		Started:   now,
+		Updated:   now,
 	}
 	s.logf(now, "start", "", "bisecting %d commits %s..%s (%d can be culprits) on %s", n, commits[0].Short(), commits[n-1].Short(), s.CandidateCount(), in.Metric)
 	return s, nil

@@ -62,8 +62,9 @@ func (s *State) Status(act Action, now time.Time) Status {
 	if act.Pair >= 0 {
 		p := s.Pairs[act.Pair]
 		st.Against = s.other(p.Left, p.Right, act.Commit)
-		st.Done = len(s.Samples[s.Commits[p.Left].Key]) + len(s.Samples[s.Commits[p.Right].Key])
-		st.Of = 2 * max(p.Target, len(s.Samples[s.Commits[p.Left].Key]), len(s.Samples[s.Commits[p.Right].Key]))
+		na, nb := len(s.recent(s.Commits[p.Left].Key, p.From)), len(s.recent(s.Commits[p.Right].Key, p.From))
+		st.Done = na + nb
+		st.Of = 2 * max(p.Target, na, nb)
 	}
 	if act.Check >= 0 {
 		ch := s.Checks[act.Check]
