@@ -3,8 +3,10 @@ package bisect
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,4 +118,51 @@ func BenchmarkSimulation(b *testing.B) {
 	b.ReportMetric(100*wrong/n, "%wrong")
 	b.ReportMetric(builds/n, "builds/op")
 	b.ReportMetric(samples/n, "samples/op")
+}
+
+// TestDriftModel checks the simulated machine: seeded, a walk whose
+// spread is the one asked for, bursts of the asked size and frequency,
+// and a history that does not depend on whether the machine drifts.
+func TestDriftModel(t *testing.T) {
+	d := Drift{Walk: 0.05, Bursts: 2}
+	a, b := newMachine(d, 7), newMachine(d, 7)
+	const n = 200_000
+	var sum, sumSq float64
+	inBurst := 0
+	for range n {
+		fa, fb := a.next(), b.next()
+		if fa != fb {
+			t.Fatal("the same seed gives different machines")
+		}
+		if a.burst > 0 {
+			inBurst++
+			if a.burst < 0.15 || a.burst > 0.30 {
+				t.Fatalf("burst slowdown %.3f outside 15–30%%", a.burst)
+			}
+		}
+		sum += a.logWalk
+		sumSq += a.logWalk * a.logWalk
+	}
+	sd := math.Sqrt(sumSq/n - (sum/n)*(sum/n))
+	if sd < 0.04 || sd > 0.06 {
+		t.Errorf("walk stddev %.3f, want about 0.05", sd)
+	}
+	// 2 bursts per 1,000 samples of 60 samples on average: about 11% of
+	// the time (the chance of a start is only taken outside a burst).
+	if share := float64(inBurst) / n; share < 0.08 || share > 0.14 {
+		t.Errorf("%.1f%% of samples in a burst, want about 11%%", 100*share)
+	}
+	cfg := SimConfig{Commits: 200, Culprits: 2, Effect: 0.10, BrokenStretches: 2}
+	_, _, plain, err := simulate(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Drift = d
+	_, _, drifting, err := simulate(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(plain.Culprits, drifting.Culprits) || !slices.Equal(plain.Level, drifting.Level) {
+		t.Error("turning drift on changed the simulated history")
+	}
 }
