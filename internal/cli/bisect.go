@@ -42,6 +42,9 @@ type bisectRequest struct {
 	Metric      string            // "" = the scenario's first metric
 	Point       string            // "" = the only point
 	FirstParent bool
+	// ReuseSamples lets search comparisons reuse every earlier sample of
+	// a commit (bisect.State.Window 0) instead of only fresh ones.
+	ReuseSamples bool
 	// Alpha, MinEffect and MaxSamples are the flags (0: not given); they
 	// override the scenario's stats section, which overrides the config's.
 	Alpha, MinEffect float64
@@ -76,6 +79,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	fs.StringVar(&req.Metric, "metric", "", "metric to bisect on (default: the scenario's first)")
 	fs.StringVar(&req.Point, "point", "", "matrix point to bisect at, e.g. `clients=1` (needed when the scenario has several)")
 	fs.BoolVar(&req.FirstParent, "first-parent", false, "follow only first parents (merges count as one commit)")
+	fs.BoolVar(&req.ReuseSamples, "reuse-samples", false, "let each comparison reuse every earlier sample of a commit: about half the samples, but only\nsafe on a dedicated, quiet machine (the speed of a shared one drifts over hours)")
 	minEffect := fs.Float64("min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.05)")
 	maxSamples := fs.Int("max-samples", 0, "sample budget per side of one comparison (default 60; checks get twice as many)")
 	alpha := fs.Float64("alpha", 0, "false-positive rate of one search comparison (default 0.05; blames are bounded at 1% separately)")
@@ -245,6 +249,9 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		case errors.Is(err, bisect.ErrNotFound):
 			if st, err = bisectNewState(ctx, env, repo, builder, in, good); err != nil {
 				return nil, err
+			}
+			if req.ReuseSamples {
+				st.Window = 0
 			}
 			fmt.Fprintf(env.Stderr, "bisection %s: %d commits, %d can be culprits (resume with: pgbisect bisect --resume %s)\n",
 				st.ID, len(st.Commits), st.CandidateCount(), st.ID)

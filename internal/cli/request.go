@@ -85,7 +85,7 @@ func requestSplit(args []string) (job, own []string, err error) {
 		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
 			return nil, nil, usageError("unexpected argument %q: give revisions with --good and --bad", a)
 		}
-		takesValue := name != "first-parent" && name != "post" && name != "json" && name != "keep-clusters"
+		takesValue := name != "first-parent" && name != "post" && name != "json" && name != "keep-clusters" && name != "reuse-samples"
 		if takesValue && !hasValue {
 			if i+1 >= len(args) {
 				return nil, nil, usageError("flag %s needs a value", a)

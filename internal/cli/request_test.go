@@ -26,8 +26,8 @@ func TestRequestSplit(t *testing.T) {
 		errSubstr string
 	}{
 		{
-			args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--set", "rows=10"},
-			job:  []string{"--scenario", scen, "--good", "A", "--bad", "B", "--post", "--set", "rows=10"},
+			args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--reuse-samples", "--set", "rows=10"},
+			job:  []string{"--scenario", scen, "--good", "A", "--bad", "B", "--post", "--reuse-samples", "--set", "rows=10"},
 			own:  []string{"--state", "/x"},
 		},
 		{args: []string{"--resume", "abc123", "--db", "postgres:///x"}, job: []string{"--resume", "abc123"}, own: []string{"--db", "postgres:///x"}},
