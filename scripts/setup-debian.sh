@@ -59,9 +59,9 @@ if ! ls "$SRC_DIR"/postgresql-15_*.orig.tar.* >/dev/null 2>&1; then
 		exit 1
 	fi
 fi
-ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1
+echo "setup-debian.sh: PostgreSQL 15 source: $(ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1)"
 
 if ! command -v go >/dev/null; then
-	echo "setup-debian.sh: Go 1.22 or newer is needed on PATH (https://go.dev/dl)" >&2
+	echo "setup-debian.sh: Go 1.26 or newer is needed on PATH (go.mod asks for it) (https://go.dev/dl)" >&2
 	exit 1
 fi

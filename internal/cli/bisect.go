@@ -253,6 +253,11 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 			if req.ReuseSamples {
 				st.Window = 0
 			}
+			// Saved at once, so the ID printed below resumes even if the
+			// first build or sample fails.
+			if err := saver.Save(ctx, st); err != nil {
+				return nil, err
+			}
 			fmt.Fprintf(env.Stderr, "bisection %s: %d commits, %d can be culprits (resume with: pgbisect bisect --resume %s)\n",
 				st.ID, len(st.Commits), st.CandidateCount(), st.ID)
 		default:
@@ -272,14 +277,30 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	m := &bisectMeasurer{runner: runner, sc: sc, point: point, metric: metric.Name, results: results, id: st.ID}
 	if !st.Done() && runner.ClientBin == "" {
 		// One pgbench and psql for every run: the good commit's.
+		start := time.Now()
 		if t, err := bb.Build(ctx, good.Hash); err == nil {
 			runner.ClientBin = t.(bisectTarget).BinDir
 		}
+		st.BuildTime += time.Since(start) // the engine finds it in the cache
+	}
+	// Progress: a status line before each build and sample, and each
+	// decision (verdict, split, skip, check) as it is made.
+	shown := len(st.Events)
+	events := func() {
+		for _, e := range st.Events[shown:] {
+			if e.Kind != "build" {
+				fmt.Fprintf(env.Stderr, "==> %s\n", e.Message)
+			}
+		}
+		shown = len(st.Events)
 	}
 	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Progress: func(s bisect.Status) {
+		events()
 		fmt.Fprintln(env.Stderr, s)
 	}}
-	if err := eng.Run(ctx, st); err != nil {
+	err = eng.Run(ctx, st)
+	events()
+	if err != nil {
 		return nil, fmt.Errorf("%w (everything measured is saved: resume with 'pgbisect bisect --resume %s')", err, st.ID)
 	}
 
@@ -670,7 +691,19 @@ func bisectPrintResult(w io.Writer, out *bisectOutcome) {
 	for _, u := range st.Unresolved {
 		fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
 	}
-	fmt.Fprintf(w, "\n%d builds, %d samples, %s building, %s measuring\n", st.BuildsDone, st.SamplesTaken,
-		st.BuildTime.Round(time.Second), st.MeasureTime.Round(time.Second))
-	fmt.Fprintf(w, "report: %s\n        %s\n", filepath.Join(out.ReportDir, notify.ReportMarkdown), filepath.Join(out.ReportDir, notify.ReportJSON))
+	fmt.Fprintf(w, "\n%d builds, %d samples in %s (%s building, %s measuring)\n", st.BuildsDone, st.SamplesTaken,
+		bisectWall(st).Round(time.Second), st.BuildTime.Round(time.Second), st.MeasureTime.Round(time.Second))
+	fmt.Fprintf(w, "report: %s\n        %s\n        %s\n", filepath.Join(out.ReportDir, notify.ReportMarkdown),
+		filepath.Join(out.ReportDir, notify.ReportText), filepath.Join(out.ReportDir, notify.ReportJSON))
+	fmt.Fprintf(w, "finding %s: 'pgbisect report %s' shows it, 'pgbisect post %s' posts it\n", out.Finding.ID, st.ID, st.ID)
+}
+
+// bisectWall is how long the bisection took, start to outcome (a finished
+// bisection resumed later is saved again).
+func bisectWall(st *bisect.State) time.Duration {
+	end := st.Updated
+	if n := len(st.Events); n > 0 && st.Done() {
+		end = st.Events[n-1].Time
+	}
+	return end.Sub(st.Started)
 }

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -124,7 +125,7 @@ func newFlags(env *Env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: pgbisect %s %s\n\nFlags:\n", name, usage)
+		fmt.Fprintf(fs.Output(), "Usage: pgbisect %s %s\n\nFlags:\n", name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -137,12 +138,18 @@ func newFlags(env *Env, name, usage string) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, env *Env) ([]string, error) {
 	var pos []string
 	args := env.Args
+	// The flag package prints the whole usage after any error; keep it
+	// for -h only, and say in one line what was wrong instead.
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	defer fs.SetOutput(env.Stderr)
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				env.Stderr.Write(out.Bytes())
 				return nil, err
 			}
-			return nil, usageError("%v", err)
+			return nil, usageError("%s", flagError(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -154,6 +161,22 @@ func parseFlags(fs *flag.FlagSet, env *Env) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagError says what was wrong with a flag, suggesting the closest
+// defined flag for a misspelt one.
+func flagError(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return fmt.Sprintf("%v ('pgbisect %s -h' lists the flags)", err, fs.Name())
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	hint := ""
+	if c := config.Closest(name, names); c != "" {
+		hint = fmt.Sprintf(" (did you mean --%s?)", c)
+	}
+	return fmt.Sprintf("unknown flag --%s%s; 'pgbisect %s -h' lists the flags", name, hint, fs.Name())
 }
 
 // commonFlags are where a command finds things: the config file, the state

@@ -52,6 +52,17 @@ func postRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	where := storeName(cfg.DB)
+	if cfg.GitHub.Repo == "" {
+		file := cfg.File
+		if file == "" {
+			file = "the config file (--config FILE, default configs/pgbisect.yaml)"
+		}
+		if !*dry {
+			return usageError("no GitHub repository to post to: set github.repo (owner/name) in %s", file)
+		}
+		fmt.Fprintf(env.Stderr, "github.repo is not set in %s: showing the posts for OWNER/NAME\n", file)
+		cfg.GitHub.Repo = "OWNER/NAME"
+	}
 	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
 	if err != nil {
 		return err
@@ -149,7 +160,7 @@ func postResolve(ctx context.Context, box *outbox.DB, arg string, record bool) (
 		}
 		return notify.Outgoing{Finding: f}, nil
 	}
-	return box.Load(ctx, arg)
+	return loadFinding(ctx, box, arg)
 }
 
 // postPrintPlan prints exactly what posting o would send, and where.
@@ -243,7 +254,7 @@ func reportRun(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		o, err := box.Load(ctx, args[0])
+		o, err := loadFinding(ctx, box, args[0])
 		if err != nil {
 			return err
 		}

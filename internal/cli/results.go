@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
@@ -71,4 +73,23 @@ func storeName(url string) string {
 		return "the private results cluster"
 	}
 	return redactURL(url)
+}
+
+// loadFinding loads finding id from box. The ID of a bisection (as
+// status lists it) names the bisection's latest finding.
+func loadFinding(ctx context.Context, box *outbox.DB, id string) (notify.Outgoing, error) {
+	o, err := box.Load(ctx, id)
+	if !errors.Is(err, notify.ErrNotFound) || strings.Contains(id, "-") {
+		return o, err
+	}
+	all, ferr := box.Store.Findings(ctx)
+	if ferr != nil {
+		return o, err
+	}
+	for _, f := range all { // newest first
+		if strings.HasSuffix(f.ID, "-"+id) {
+			return box.Load(ctx, f.ID)
+		}
+	}
+	return o, fmt.Errorf("%w; a bisection prints its finding's ID when it ends, and 'pgbisect status' lists bisection IDs, which name their finding too", err)
 }

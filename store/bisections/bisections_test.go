@@ -32,6 +32,8 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Samples["k1"] = []float64{10, 10.1, 9.9}
+	s.SampleSeq["k1"] = []int{0, 1, 2}
+	s.SamplesTaken = 3
 	s.Phase = bisect.PhaseDone
 	if err := db.Save(ctx, s); err != nil {
 		t.Fatal(err)
@@ -68,6 +70,8 @@ func TestLoadFromFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Samples["k4"] = []float64{1, 2}
+	s.SampleSeq["k4"] = []int{0, 1}
+	s.SamplesTaken = 2
 	if err := files.Save(ctx, s); err != nil {
 		t.Fatal(err)
 	}
