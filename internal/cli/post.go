@@ -42,15 +42,11 @@ func postRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	st, done, err := openResults(ctx, env, cfg)
+	box, done, err := openOutbox(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	box, err := outboxOf(ctx, env, st, cfg.StateDir)
-	if err != nil {
-		return err
-	}
 	where := storeName(cfg.DB)
 	if cfg.GitHub.Repo == "" {
 		file := cfg.File
@@ -245,15 +241,11 @@ func reportRun(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		st, done, err := openResults(ctx, env, cfg)
+		box, done, err := openOutbox(ctx, env, cfg)
 		if err != nil {
 			return err
 		}
 		defer done()
-		box, err := outboxOf(ctx, env, st, cfg.StateDir)
-		if err != nil {
-			return err
-		}
 		o, err := loadFinding(ctx, box, args[0])
 		if err != nil {
 			return err

@@ -67,6 +67,21 @@ func outboxOf(ctx context.Context, env *Env, st *store.Store, stateDir string) (
 	return box, nil
 }
 
+// openOutbox opens the results store of cfg and returns its outbox, and the
+// function that lets go of the store.
+func openOutbox(ctx context.Context, env *Env, cfg *config.Config) (*outbox.DB, func(), error) {
+	st, done, err := openResults(ctx, env, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	box, err := outboxOf(ctx, env, st, cfg.StateDir)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return box, done, nil
+}
+
 // storeName names the results store of a db URL in messages.
 func storeName(url string) string {
 	if url == "" {
