@@ -158,10 +158,11 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	defer unlock()
-	var closers []func()
 	// The state lives in the results store, opened once the inputs are
 	// known to be good (a resumed bisection's inputs are in the store).
 	var saver *bisections.DB
+	release := func() {}
+	defer func() { release() }()
 	openSaver := func() error {
 		if saver != nil {
 			return nil
@@ -170,15 +171,10 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		if err != nil {
 			return err
 		}
-		closers = append(closers, done)
+		release = done
 		saver = &bisections.DB{Store: results, Files: &bisect.FileSaver{Dir: cfg.StateDir}}
 		return nil
 	}
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
 	var st *bisect.State
 	if req.Resume != "" {
 		if err := openSaver(); err != nil {
@@ -507,6 +503,7 @@ type bisectMeasurer struct {
 	results *store.Store
 	id      string         // the bisection's
 	taken   map[string]int // samples of each commit in the store
+	envIDs  map[string]int64
 	env     *bench.Environment
 }
 
@@ -544,10 +541,18 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 		}
 		index = len(had)
 	}
+	// Environments repeat from sample to sample: one upsert for each.
 	info, _ := json.Marshal(s.Env)
-	envID, err := m.results.Environment(ctx, info)
-	if err != nil {
-		return err
+	envID, ok := m.envIDs[string(info)]
+	if !ok {
+		var err error
+		if envID, err = m.results.Environment(ctx, info); err != nil {
+			return err
+		}
+		if m.envIDs == nil {
+			m.envIDs = map[string]int64{}
+		}
+		m.envIDs[string(info)] = envID
 	}
 	var rows []store.Sample
 	for _, spec := range m.sc.MetricSpecs() {
