@@ -503,7 +503,6 @@ type bisectMeasurer struct {
 	results *store.Store
 	id      string         // the bisection's
 	taken   map[string]int // samples of each commit in the store
-	envIDs  map[string]int64
 	env     *bench.Environment
 }
 
@@ -541,18 +540,10 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 		}
 		index = len(had)
 	}
-	// Environments repeat from sample to sample: one upsert for each.
 	info, _ := json.Marshal(s.Env)
-	envID, ok := m.envIDs[string(info)]
-	if !ok {
-		var err error
-		if envID, err = m.results.Environment(ctx, info); err != nil {
-			return err
-		}
-		if m.envIDs == nil {
-			m.envIDs = map[string]int64{}
-		}
-		m.envIDs[string(info)] = envID
+	envID, err := m.results.Environment(ctx, info)
+	if err != nil {
+		return err
 	}
 	var rows []store.Sample
 	for _, spec := range m.sc.MetricSpecs() {
