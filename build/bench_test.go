@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
 // Run with: go test -run '^$' -bench . -benchtime 1x ./build/
@@ -85,8 +86,8 @@ type benchFix struct {
 
 func benchFixture(b *testing.B) *benchFix {
 	b.Helper()
-	pgsrc.Require(b)
-	state, err := pgsrc.TestStateDir()
+	pgsrctest.Require(b)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -32,11 +33,11 @@ type e2eFixture struct {
 
 func newE2E(t *testing.T) *e2eFixture {
 	t.Helper()
-	pgsrc.Require(t)
+	pgsrctest.Require(t)
 	if err := checkTools(context.Background(), Options{}); err != nil {
-		pgsrc.Unavailable(t, err)
+		pgsrctest.Unavailable(t, err)
 	}
-	state, err := pgsrc.TestStateDir()
+	state, err := pgsrctest.StateDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func checkServer(t *testing.T, inst *Install, want string) {
 	t.Helper()
 	user, err := proc.LookupUser("postgres")
 	if err != nil {
-		pgsrc.Unavailable(t, err)
+		pgsrctest.Unavailable(t, err)
 	}
 	// psql must load the install's own libpq, found through the rpath.
 	if out, err := exec.Command("ldd", filepath.Join(inst.BinDir(), "psql")).Output(); err == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
 func buildMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -48,8 +49,8 @@ func TestBuildUsage(t *testing.T) {
 // commit on top, which must say it shares its parent's build; then lists
 // the cache.
 func TestBuildCommand(t *testing.T) {
-	pgsrc.Require(t)
-	state, err := pgsrc.TestStateDir()
+	pgsrctest.Require(t)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
 		t.Fatal(err)
 	}

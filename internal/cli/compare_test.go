@@ -11,7 +11,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/config"
-	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
 func compareMain(t *testing.T, args ...string) (int, compareResult, string) {
@@ -78,10 +78,10 @@ func TestCompareDeliberateSlowdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds PostgreSQL; skipped with -short")
 	}
-	pgsrc.Require(t)
-	state, err := pgsrc.TestStateDir()
+	pgsrctest.Require(t)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
-		pgsrc.Unavailable(t, err)
+		pgsrctest.Unavailable(t, err)
 	}
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/bisections"
@@ -30,10 +30,10 @@ func TestDemoEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
 	}
-	pgsrc.Require(t)
-	state, err := pgsrc.TestStateDir()
+	pgsrctest.Require(t)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
-		pgsrc.Unavailable(t, err)
+		pgsrctest.Unavailable(t, err)
 	}
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/outbox"
@@ -32,10 +33,10 @@ func TestNightlyEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
 	}
-	pgsrc.Require(t)
-	state, err := pgsrc.TestStateDir()
+	pgsrctest.Require(t)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
-		pgsrc.Unavailable(t, err)
+		pgsrctest.Unavailable(t, err)
 	}
 	ctx := context.Background()
 	work := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
 const runScenario = "../../configs/scenarios/copy-single.yaml"
@@ -120,8 +121,8 @@ func TestRunBindir(t *testing.T) {
 // build is the one shared by every end-to-end test (a cache hit once any
 // of them has built it).
 func TestRunBuildsRev(t *testing.T) {
-	_, base := pgsrc.Require(t)
-	state, err := pgsrc.TestStateDir()
+	_, base := pgsrctest.Require(t)
+	state, err := pgsrctest.StateDir()
 	if err != nil {
 		t.Fatal(err)
 	}

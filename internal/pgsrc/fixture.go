@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 
 	"github.com/gofrs/flock"
 )
+
+// The fixture repository below is shared by the tests and by "pgbisect demo
+// --shared", so it is part of the binary; what only tests need (Require,
+// the shared state directory) is in package pgsrctest, which keeps testing
+// out of the binary.
 
 // DefaultTestState is the directory shared by the tests of every package
 // (and by successive test runs) when PGBISECT_TEST_STATE is not set. It holds
@@ -29,23 +33,6 @@ func TestRoot() (string, error) {
 		return "", fmt.Errorf("test state directory: %w (set PGBISECT_TEST_STATE to a writable directory)", err)
 	}
 	return root, nil
-}
-
-// TestStateDir returns the pgbisect state directory shared by all tests
-// (TestRoot()/state). Give it to build.NewBuilder (and anything else that
-// takes a state directory) so that every test's build of the fixture's base
-// commit is the same cache entry: the first test to need it builds it once,
-// the others wait on its lock and then hit the cache.
-func TestStateDir() (string, error) {
-	root, err := TestRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "state")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("test state directory: %w", err)
-	}
-	return dir, nil
 }
 
 // SharedRepo returns the fixture repository (imported once from Tarball
@@ -151,31 +138,6 @@ func NewRepo(ctx context.Context, dir string) (string, error) {
 		}
 	}
 	return base, nil
-}
-
-// Require returns the shared repository and base hash for a test, or ends
-// the test: when the tarball is missing it fails under CI=true (CI must run
-// scripts/setup-debian.sh first) and skips otherwise.
-func Require(t testing.TB) (dir, base string) {
-	t.Helper()
-	dir, base, err := SharedRepo(context.Background())
-	if err != nil {
-		Unavailable(t, err)
-	}
-	return dir, base
-}
-
-// Unavailable ends a test that cannot run because a prerequisite (source
-// tarball, build tools, Debian's PostgreSQL) is missing: a failure under
-// CI=true, a skip elsewhere. The message says to run
-// scripts/setup-debian.sh.
-func Unavailable(t testing.TB, err error) {
-	t.Helper()
-	msg := fmt.Sprintf("%v (run scripts/setup-debian.sh as root to install what the end-to-end tests need)", err)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 func writeFileAtomic(name string, data []byte) error {

@@ -1,0 +1,59 @@
+// Package pgsrctest holds what other packages' tests need from the
+// PostgreSQL source fixture: the shared repository or a clear skip, and the
+// pgbisect state directory every end-to-end test shares.
+//
+// It exists so that package pgsrc, which the demo links into the binary,
+// does not import testing: only tests import pgsrctest.
+package pgsrctest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/pgsrc"
+)
+
+// StateDir returns the pgbisect state directory shared by all tests
+// (pgsrc.TestRoot()/state). Give it to build.NewBuilder (and anything else
+// that takes a state directory) so that every test's build of the fixture's
+// base commit is the same cache entry: the first test to need it builds it
+// once, the others wait on its lock and then hit the cache.
+func StateDir() (string, error) {
+	root, err := pgsrc.TestRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "state")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("test state directory: %w", err)
+	}
+	return dir, nil
+}
+
+// Require returns the shared repository and base hash for a test, or ends
+// the test: when the tarball is missing it fails under CI=true (CI must run
+// scripts/setup-debian.sh first) and skips otherwise.
+func Require(t testing.TB) (dir, base string) {
+	t.Helper()
+	dir, base, err := pgsrc.SharedRepo(context.Background())
+	if err != nil {
+		Unavailable(t, err)
+	}
+	return dir, base
+}
+
+// Unavailable ends a test that cannot run because a prerequisite (source
+// tarball, build tools, Debian's PostgreSQL) is missing: a failure under
+// CI=true, a skip elsewhere. The message says to run
+// scripts/setup-debian.sh.
+func Unavailable(t testing.TB, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("%v (run scripts/setup-debian.sh as root to install what the end-to-end tests need)", err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
