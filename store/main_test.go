@@ -23,6 +23,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(followDBEnv) != "" {
+		os.Exit(followerMain()) // a second process of TestFollowEventsFromAnotherProcess
+	}
 	os.Exit(runMain(m))
 }
 

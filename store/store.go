@@ -53,6 +53,9 @@ type Store struct {
 	cluster *Cluster      // nil when Config.URL was given
 	stop    bool
 	log     *slog.Logger
+	// followPoll is how often FollowEvents re-reads without a notification;
+	// zero means defaultFollowPoll (tests set it).
+	followPoll time.Duration
 }
 
 // querier is what the store needs from a pool or a transaction. The methods
