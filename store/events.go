@@ -76,13 +76,20 @@ func (s *Store) AppendEvent(ctx context.Context, jobID, kind string, payload jso
 // above afterSeq, in order; limit <= 0 means all of them. A reader that
 // remembers the last Seq it saw continues with Events(ctx, job, last, n).
 func (s *Store) Events(ctx context.Context, jobID string, afterSeq int64, limit int) ([]Event, error) {
+	return readEvents(ctx, s.db, jobID, afterSeq, limit)
+}
+
+// readEvents is Events on db: the store's pool or a follower's connection.
+func readEvents(ctx context.Context, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, jobID string, afterSeq int64, limit int) ([]Event, error) {
 	q := "SELECT job_id, seq, at, kind, payload FROM job_events WHERE job_id = $1 AND seq > $2 ORDER BY seq"
 	args := []any{jobID, afterSeq}
 	if limit > 0 {
 		q += " LIMIT $3"
 		args = append(args, limit)
 	}
-	rows, err := s.db.Query(ctx, q, args...)
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the events of job %s: %w", jobID, err)
 	}
@@ -103,11 +110,11 @@ func (s *Store) Events(ctx context.Context, jobID string, afterSeq int64, limit 
 // ErrStopFollowing, fn's other errors as they are, and ctx.Err() when ctx
 // ends.
 //
-// It listens on EventsChannel on a connection of its own (taken from the
-// pool and closed on return) and re-reads the job's events at least every
-// few seconds, so an event whose notification was lost (the listening
-// connection was busy, the server restarted) is delivered late, never
-// skipped. If the connection fails, FollowEvents returns the error; the
+// It reads and listens on EventsChannel on a connection of its own (taken
+// out of the pool, so followers never starve other users, and closed on
+// return), and re-reads the job's events every few seconds even without a
+// notification, so an event whose notification was lost is delivered late,
+// never skipped. If the connection fails, FollowEvents returns the error; the
 // caller continues from the last Seq fn saw.
 func (s *Store) FollowEvents(ctx context.Context, jobID string, afterSeq int64, fn func(Event) error) error {
 	if s.pool == nil {
@@ -117,8 +124,9 @@ func (s *Store) FollowEvents(ctx context.Context, jobID string, afterSeq int64, 
 	if err != nil {
 		return fmt.Errorf("following the events of job %s: %w", jobID, err)
 	}
-	// The connection leaves the pool: after a cancelled wait it is closed,
-	// and it must not hand its LISTEN to the pool's next user.
+	// The connection leaves the pool: it must not hand its LISTEN to the
+	// pool's next user, and a pool of a few connections must not be
+	// exhausted by followers that each hold one for hours.
 	conn := pc.Hijack()
 	defer conn.Close(context.Background()) //nolint:errcheck // nothing to do about it
 	// LISTEN before the first read: an event committed between the two is
@@ -134,7 +142,7 @@ func (s *Store) FollowEvents(ctx context.Context, jobID string, afterSeq int64, 
 	for {
 		// Deliver everything after last, a batch at a time.
 		for {
-			evs, err := s.Events(ctx, jobID, last, followBatch)
+			evs, err := readEvents(ctx, conn, jobID, last, followBatch)
 			if err != nil {
 				return followErr(ctx, jobID, err)
 			}
