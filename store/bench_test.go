@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // BenchmarkAddSamples stores batches of 100 samples (one workload run of a
@@ -59,5 +61,56 @@ func BenchmarkClaimFinish(b *testing.B) {
 		if err := s.Finish(ctx, j.ID, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppendEvent appends committed events to one job (each its own
+// transaction, as a running job does), then deletes them.
+func BenchmarkAppendEvent(b *testing.B) {
+	if noServer != nil {
+		b.Skip(noServer)
+	}
+	ctx := context.Background()
+	job := fmt.Sprintf("bench-append-%d", b.N)
+	b.Cleanup(func() { deleteEvents(b, job) })
+	payload := json.RawMessage(`{"commit": "0123456789", "metric": "tps", "value": 1234.5}`)
+	for b.Loop() {
+		if _, err := shared.AppendEvent(ctx, job, "sample", payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFollowLatency measures one event from AppendEvent on one pool to
+// a follower's callback on another connection, woken by NOTIFY.
+func BenchmarkFollowLatency(b *testing.B) {
+	if noServer != nil {
+		b.Skip(noServer)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	job := fmt.Sprintf("bench-follow-%d", b.N)
+	b.Cleanup(func() { deleteEvents(b, job) })
+	follower := &Store{db: shared.pool, pool: shared.pool, followPoll: time.Hour}
+	ch := make(chan int64)
+	go follower.FollowEvents(ctx, job, 0, func(e Event) error { ch <- e.Seq; return nil }) //nolint:errcheck
+	for b.Loop() {
+		seq, err := shared.AppendEvent(ctx, job, "sample", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := <-ch; got != seq {
+			b.Fatalf("followed seq %d, want %d", got, seq)
+		}
+	}
+}
+
+func deleteEvents(b *testing.B, job string) {
+	ctx := context.Background()
+	if _, err := shared.pool.Exec(ctx, "DELETE FROM job_events WHERE job_id = $1", job); err != nil {
+		b.Error(err)
+	}
+	if _, err := shared.pool.Exec(ctx, "DELETE FROM job_event_seqs WHERE job_id = $1", job); err != nil {
+		b.Error(err)
 	}
 }
