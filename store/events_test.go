@@ -252,23 +252,44 @@ func TestFollowEventsStops(t *testing.T) {
 }
 
 // TestFollowEventsRereads checks the fallback: an event committed without
-// a notification is still delivered, by the periodic re-read.
+// a notification, after the follower has read the job, is still delivered,
+// by the periodic re-read.
 func TestFollowEventsRereads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	follower, appender, _ := openSchema(t)
 	follower.followPoll = 20 * time.Millisecond
+	// Events inserted as AppendEvent does, but without pg_notify.
+	unannounced := func(seq int64, kind string) {
+		t.Helper()
+		if _, err := appender.pool.Exec(ctx, `INSERT INTO job_event_seqs (job_id, last_seq) VALUES ('job', $1)
+			ON CONFLICT (job_id) DO UPDATE SET last_seq = $1`, seq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := appender.pool.Exec(ctx, "INSERT INTO job_events (job_id, seq, kind) VALUES ('job', $1, $2)", seq, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unannounced(1, "build-started")
 	ch := make(chan Event)
 	done := make(chan error, 1)
 	go func() {
-		done <- follower.FollowEvents(ctx, "job", 0, func(e Event) error { ch <- e; return ErrStopFollowing })
+		done <- follower.FollowEvents(ctx, "job", 0, func(e Event) error {
+			ch <- e
+			if e.Seq == 2 {
+				return ErrStopFollowing
+			}
+			return nil
+		})
 	}()
-	if _, err := appender.pool.Exec(ctx, `INSERT INTO job_event_seqs (job_id, last_seq) VALUES ('job', 1);
-		INSERT INTO job_events (job_id, seq, kind) VALUES ('job', 1, 'unannounced')`); err != nil {
-		t.Fatal(err)
+	// Once the first event is delivered, the read that found it is over:
+	// only a re-read can find the second.
+	if e := recv(t, ctx, ch); e.Seq != 1 {
+		t.Fatalf("got %+v, want seq 1", e)
 	}
-	if e := recv(t, ctx, ch); e.Seq != 1 || e.Kind != "unannounced" {
-		t.Fatalf("got %+v", e)
+	unannounced(2, "build-finished")
+	if e := recv(t, ctx, ch); e.Seq != 2 || e.Kind != "build-finished" {
+		t.Fatalf("got %+v, want seq 2", e)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
