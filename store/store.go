@@ -1,7 +1,8 @@
 // Package store keeps everything pgbisect measures and decides in a
 // PostgreSQL database: builds, samples and their environments, comparisons,
 // bisection state, findings and where they were posted, the on-demand job
-// queue and the nightly runs.
+// queue, the nightly runs, and jobs' progress as sequenced events that
+// another process can follow (events.go).
 //
 // The design choice that matters: the results live in PostgreSQL even on a
 // single machine. With no database configured, pgbisect runs a private
