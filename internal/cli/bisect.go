@@ -131,22 +131,6 @@ func bisectRun(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// bisectThresholds puts the stats layers (config file, then scenario), then
-// the flags, over bisect.DefaultThresholds.
-func bisectThresholds(layers []config.Stats, alpha, minEffect float64, maxSamples int) stats.Thresholds {
-	return thresholdsOver(bisect.DefaultThresholds,
-		append(layers, config.Stats{Alpha: alpha, MinEffect: minEffect, MaxSamples: maxSamples})...)
-}
-
-// thresholdsOver applies the stats layers over def in order, a later layer
-// winning, and fills what is still zero with stats' defaults.
-func thresholdsOver(def stats.Thresholds, layers ...config.Stats) stats.Thresholds {
-	for _, l := range layers {
-		def = l.Apply(def)
-	}
-	return def.WithDefaults()
-}
-
 // bisectExecute checks the request, then starts or resumes the bisection,
 // runs it to the end and writes its reports. demo uses it too.
 func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisectRequest) (*bisectOutcome, error) {
@@ -211,10 +195,8 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	if req.Thresholds == (stats.Thresholds{}) {
-		req.Thresholds = bisectThresholds([]config.Stats{cfg.Stats, sc.Stats}, req.Alpha, req.MinEffect, req.MaxSamples)
-		if metric.MinEffect > 0 && req.MinEffect == 0 {
-			req.Thresholds.MinEffect = metric.MinEffect
-		}
+		req.Thresholds = sc.Thresholds(cfg.Stats.Apply(bisect.DefaultThresholds), &metric,
+			&config.Stats{Alpha: req.Alpha, MinEffect: req.MinEffect, MaxSamples: req.MaxSamples})
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating state directory: %w", err)

@@ -177,15 +177,17 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 	}, nil
 }
 
-// nightlyThresholds are the thresholds of the night-to-night comparison:
-// bench/stats' defaults with the config's stats section over them.
+// nightlyThresholds are the base of the night-to-night comparisons:
+// bench/stats' defaults with the config's stats section over them. The pass
+// layers each scenario's and metric's over them (bench.Scenario.Thresholds).
 func nightlyThresholds(s config.Stats) stats.Thresholds {
-	return thresholdsOver(stats.DefaultThresholds, s)
+	return s.Apply(stats.DefaultThresholds).WithDefaults()
 }
 
 // bisect runs a bisection as 'pgbisect bisect' does (same state files, so
-// an interrupted one resumes), with the bisection's own thresholds except
-// the smallest effect, which is the nightly's.
+// an interrupted one resumes), with the bisection's own thresholds layered
+// as that command layers them, except the smallest effect, which is the
+// night-to-night comparison's (given as --min-effect would be).
 func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, progress func(string)) (*notify.Finding, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -194,8 +196,8 @@ func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, pro
 	out, err := bisectExecute(ctx, env, &cfg, bisectRequest{
 		CallerReports: true,
 		Scenario:      req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
-		Thresholds: bisectThresholds([]config.Stats{d.cfg.Stats}, 0, req.Thresholds.MinEffect, 0),
-		ClientBin:  d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
+		MinEffect: req.Thresholds.MinEffect,
+		ClientBin: d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
 	})
 	if err != nil {
 		return nil, err

@@ -56,6 +56,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 	for _, sc := range p.Scenarios {
 		for _, pt := range sc.Points() {
 			for _, m := range sc.MetricSpecs() {
+				th := sc.Thresholds(p.Thresholds, &m, nil)
 				series, err := p.Store.Series(ctx, p.Branch, sc.Name, m.Name, pt.String())
 				if err != nil {
 					return err
@@ -64,7 +65,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 				for i, s := range series {
 					medians[i] = stats.Summarize(s.Values).Median
 				}
-				cps := changepoint.Detect(medians, changepoint.Options{MinMagnitude: p.Thresholds.MinEffect})
+				cps := changepoint.Detect(medians, changepoint.Options{MinMagnitude: th.MinEffect})
 				for k, cp := range cps {
 					lo, end := 0, len(series)
 					if k > 0 {
@@ -148,7 +149,7 @@ func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int
 	cps := []notify.ChangePoint{{Index: index, Confirmed: r.cmp.Verdict.Different()}}
 	switch r.cmp.Verdict {
 	case stats.Regression:
-		f, err := p.Bisect(ctx, BisectRequest{Good: before, Bad: until, Scenario: r.sc, Metric: c.Metric, Point: c.Point, Thresholds: p.Thresholds})
+		f, err := p.Bisect(ctx, BisectRequest{Good: before, Bad: until, Scenario: r.sc, Metric: c.Metric, Point: c.Point, Thresholds: r.th})
 		if err != nil {
 			return fmt.Errorf("bisecting the change point %s..%s: %w", build.Short(c.Before), build.Short(c.Until), err)
 		}
