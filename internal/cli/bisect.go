@@ -244,7 +244,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	}
 
 	// Measure.
-	bb := &bisectBuilder{b: builder, timeout: cfg.Build.Timeout}
+	bb := &bisectBuilder{b: builder}
 	runner := &bench.Runner{StateDir: cfg.StateDir, ClientBin: req.ClientBin, Log: slog.New(&onceHandler{Handler: env.Log.Handler()}), KeepClusters: req.Keep}
 	if proc.IsRoot() {
 		if runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
@@ -422,9 +422,8 @@ func bisectNewState(ctx context.Context, env *Env, repo *build.Repo, b *build.Bu
 
 // bisectBuilder adapts build.Builder to bisect.Builder.
 type bisectBuilder struct {
-	b       *build.Builder
-	timeout time.Duration
-	cache   map[string]bisectTarget
+	b     *build.Builder
+	cache map[string]bisectTarget
 }
 
 // bisectTarget is a build to measure, with the commit and build key its
@@ -437,11 +436,6 @@ type bisectTarget struct {
 func (a *bisectBuilder) Build(ctx context.Context, hash string) (bisect.Target, error) {
 	if t, ok := a.cache[hash]; ok {
 		return t, nil
-	}
-	if a.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.timeout)
-		defer cancel()
 	}
 	inst, err := a.b.Build(ctx, hash)
 	var be *build.Error
