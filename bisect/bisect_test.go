@@ -188,6 +188,20 @@ func TestBisectHigherIsBetter(t *testing.T) {
 	if s.Outcome != OutcomeFound || len(s.Culprits) != 1 || s.Culprits[0].Candidates[0] != 11 {
 		t.Fatalf("got %s %+v\n%s", s.Outcome, s.Culprits, eventLog(s))
 	}
+	// Every line gives the signed change of the metric (down, for a
+	// throughput that fell) with its direction, never the "worse" amount.
+	c := s.Culprits[0]
+	want := fmt.Sprintf("%s (elapsed %+.1f%%)", h.Commits[11].Short(), 100*(c.Result.Ratio-1))
+	if c.Result.Ratio >= 1 || !strings.Contains(s.Summary, want) || !strings.Contains(s.Summary, "higher is better") {
+		t.Errorf("summary %q, want it to name %q and say higher is better", s.Summary, want)
+	}
+	if e := s.Effect(c.Result); !strings.HasPrefix(e, fmt.Sprintf("elapsed %+.1f%% [", 100*(c.Result.Ratio-1))) || !strings.Contains(e, ", higher is better, p=") {
+		t.Errorf("effect %q", e)
+	}
+	f := s.Finding(Report{Branch: "master"})
+	if title := notify.Title(f); !strings.Contains(title, fmt.Sprintf("elapsed %+.1f%% regression (higher is better)", 100*(c.Result.Ratio-1))) {
+		t.Errorf("title %q", title)
+	}
 }
 
 func TestBrokenEndpoint(t *testing.T) {

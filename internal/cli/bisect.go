@@ -284,7 +284,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 
 	// Report.
 	f := st.Finding(bisect.Report{
-		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc), Reproduce: bisectReproduce(req, st),
+		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(req, st),
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
@@ -557,10 +557,17 @@ func (m *bisectMeasurer) environment(ctx context.Context) notify.Environment {
 		Extra: map[string]string{"thp": e.THP, "server": e.ServerVersion}}
 }
 
-func bisectSettings(sc *bench.Scenario) map[string]string {
-	out := map[string]string{}
-	for k, v := range sc.Settings {
-		out[k] = fmt.Sprint(v)
+// bisectSettings are the server settings the bisection ran with, templates
+// expanded for its variables and point.
+func bisectSettings(sc *bench.Scenario, pt bench.Point) map[string]string {
+	out, err := sc.SettingsAt(pt)
+	if err != nil {
+		// The scenario was expanded for every sample already; this is
+		// not expected, and the report should still be written.
+		out = map[string]string{}
+		for k, v := range sc.Settings {
+			out[k] = fmt.Sprint(v)
+		}
 	}
 	return out
 }
@@ -652,7 +659,7 @@ func bisectPrintResult(w io.Writer, out *bisectOutcome) {
 	for i, c := range st.Culprits {
 		last := st.Commits[c.Last]
 		fmt.Fprintf(w, "\nculprit %d: %s %s\n  author %s, %s\n  %s against %s (fresh samples)\n", i+1, last.Short(), last.Subject,
-			last.Author, last.Date.Format("2006-01-02"), c.Result, st.Commits[c.Parent].Short())
+			last.Author, last.Date.Format("2006-01-02"), st.Effect(c.Result), st.Commits[c.Parent].Short())
 		if len(c.Candidates) > 1 {
 			fmt.Fprintf(w, "  a range of %d candidates: %s\n", len(c.Candidates), c.Note)
 			for _, i := range c.Candidates {

@@ -252,7 +252,11 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 		if point != "" {
 			point = " " + point
 		}
-		fmt.Fprintf(w, "  %s%s %s: %s %+.1f%% (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, m.Verdict, 100*m.Change, m.P, m.N)
+		better := "lower is better"
+		if m.Direction == notify.HigherIsBetter {
+			better = "higher is better"
+		}
+		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, better, m.Verdict, m.P, m.N)
 	}
 	for _, c := range res.Detail.ChangePoints {
 		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%\n",

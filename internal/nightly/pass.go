@@ -142,10 +142,13 @@ type MetricResult struct {
 	Point    string  `json:"point,omitempty"`
 	Metric   string  `json:"metric"`
 	Verdict  string  `json:"verdict"`
-	Change   float64 `json:"change"` // head/base median - 1
-	Worse    float64 `json:"worse"`  // in the metric's direction
-	P        float64 `json:"p"`
-	N        int     `json:"n"` // samples per side
+	Change   float64 `json:"change"` // head/base median - 1, signed
+	// Direction says which way the metric is better, so that Change reads
+	// right: -0.22 of a higher-is-better tps is a regression.
+	Direction notify.Direction `json:"direction,omitempty"`
+	Worse     float64          `json:"worse"` // Change turned so that positive is worse
+	P         float64          `json:"p"`
+	N         int              `json:"n"` // samples per side
 
 	cmp  stats.Comparison
 	spec bench.Metric
