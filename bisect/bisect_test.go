@@ -364,6 +364,13 @@ func TestFinding(t *testing.T) {
 	if f.ID != s.FindingID() || !strings.HasSuffix(f.ID, s.ID) {
 		t.Errorf("finding ID %q does not name bisection %s", f.ID, s.ID)
 	}
+	// A bisection started from the merge base of a good commit on another
+	// branch says so in its report.
+	s.Inputs.GivenGood = "5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b"
+	f = s.Finding(Report{Branch: "master"})
+	if w := f.Warnings[0]; !strings.Contains(w, "good 5a6b7c8d9e is not an ancestor") || !strings.Contains(w, "merge base "+h.Commits[0].Short()) {
+		t.Errorf("first warning %q, want the merge-base note", w)
+	}
 }
 
 // stepLab is a detLab on a machine that becomes slower, for good, after

@@ -99,6 +99,9 @@ func (s *State) Finding(r Report) *notify.Finding {
 		f.Culprits = append(f.Culprits, nc)
 	}
 	f.Log = s.log(commit)
+	if in.GivenGood != "" {
+		f.Warnings = append(f.Warnings, MergeBaseNote(shortHash(in.GivenGood), s.Commits[0].Short()))
+	}
 	f.Warnings = append(f.Warnings, s.Summary)
 	for _, u := range s.Unresolved {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("unresolved range %s: %s", s.rangeName(u), u.Note))
@@ -189,4 +192,17 @@ func (s *State) Effect(r *Result) string {
 	}
 	return fmt.Sprintf("%s %+.1f%% [%+.1f%%, %+.1f%%], %s, p=%.2g, n=%d+%d", s.Inputs.Metric,
 		100*(r.Ratio-1), 100*(r.Lo-1), 100*(r.Hi-1), s.better(), r.P, r.NA, r.NB)
+}
+
+// MergeBaseNote says that a bisection runs from the merge base of the good
+// commit given and the bad one, because the good one is on another branch.
+func MergeBaseNote(given, base string) string {
+	return fmt.Sprintf("good %s is not an ancestor of bad (the two are on diverging branches): bisecting from their merge base %s instead", given, base)
+}
+
+func shortHash(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
 }

@@ -205,7 +205,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	if err != nil {
 		return nil, err
 	}
-	good, bad, err := bisectResolve(ctx, env, cfg, repo, req.Good, req.Bad)
+	good, bad, givenGood, err := bisectResolve(ctx, env, cfg, repo, req.Good, req.Bad)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	in := bisect.Inputs{
 		Repo: cfg.Repo, Good: good.Hash, Bad: bad.Hash, Scenario: req.Scenario, Set: req.Set,
 		Metric: metric.Name, Unit: metric.Unit, Direction: metric.Direction, Point: point.String(),
-		FirstParent: req.FirstParent, Thresholds: req.Thresholds,
+		FirstParent: req.FirstParent, Thresholds: req.Thresholds, GivenGood: givenGood,
 	}
 	if st == nil {
 		st, err = saver.Load(ctx, bisect.ID(in))
@@ -360,8 +360,10 @@ func bisectPoint(sc *bench.Scenario, p string) (bench.Point, error) {
 }
 
 // bisectResolve resolves both revisions and checks that good is an
-// ancestor of bad.
-func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *build.Repo, goodRev, badRev string) (good, bad build.Commit, err error) {
+// ancestor of bad. When they are on diverging branches (REL_15_0 and
+// REL_16_0), it bisects from their merge base instead, says so, and
+// returns the good commit given in given (empty otherwise).
+func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *build.Repo, goodRev, badRev string) (good, bad build.Commit, given string, err error) {
 	resolve := func(rev, which string) (build.Commit, error) {
 		c, err := repo.Resolve(rev)
 		if err != nil && repo.Remote() != "" {
@@ -383,19 +385,24 @@ func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *buil
 		return
 	}
 	if good.Hash == bad.Hash {
-		return good, bad, usageError("--good and --bad are the same commit %s: nothing to bisect", good.Short())
+		return good, bad, "", usageError("--good and --bad are the same commit %s: nothing to bisect", good.Short())
 	}
 	ok, err := repo.IsAncestor(good.Hash, bad.Hash)
 	if err != nil {
-		return good, bad, err
+		return good, bad, "", err
 	}
-	if !ok {
-		if rev, _ := repo.IsAncestor(bad.Hash, good.Hash); rev {
-			return good, bad, usageError("good %s is not an ancestor of bad %s: %s is the older one; swap --good and --bad", good.Short(), bad.Short(), bad.Short())
-		}
-		return good, bad, usageError("good %s is not an ancestor of bad %s (they are on diverging branches): choose a good commit that bad descends from, such as their merge base", good.Short(), bad.Short())
+	if ok {
+		return good, bad, "", nil
 	}
-	return good, bad, nil
+	if rev, _ := repo.IsAncestor(bad.Hash, good.Hash); rev {
+		return good, bad, "", usageError("good %s is not an ancestor of bad %s: %s is the older one; swap --good and --bad", good.Short(), bad.Short(), bad.Short())
+	}
+	base, err := repo.MergeBase(good.Hash, bad.Hash)
+	if err != nil {
+		return good, bad, "", usageError("good %s is not an ancestor of bad %s (they are on diverging branches) and %v: choose a good commit that bad descends from", good.Short(), bad.Short(), err)
+	}
+	fmt.Fprintf(env.Stderr, "%s\n", bisect.MergeBaseNote(good.Short(), base.Short()))
+	return base, bad, good.Hash, nil
 }
 
 // bisectNewState lists the range with each commit's build key.
