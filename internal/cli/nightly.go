@@ -252,15 +252,11 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 		if point != "" {
 			point = " " + point
 		}
-		better := "lower is better"
-		if m.Direction == notify.HigherIsBetter {
-			better = "higher is better"
-		}
-		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, better, m.Verdict, m.P, m.N)
+		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, nightlyBetter(m.Direction), m.Verdict, m.P, m.N)
 	}
 	for _, c := range res.Detail.ChangePoints {
-		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%\n",
-			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Verdict, 100*c.Change)
+		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%, %s: %s\n",
+			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Metric, 100*c.Change, nightlyBetter(c.Direction), c.Verdict)
 	}
 	for _, f := range res.Findings {
 		fmt.Fprintf(w, "finding %s: %s\n", f.ID, notify.Title(f))
@@ -268,6 +264,14 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 	if res.Detail.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", res.Detail.Error)
 	}
+}
+
+// nightlyBetter says which way a metric is better.
+func nightlyBetter(d notify.Direction) string {
+	if d == notify.HigherIsBetter {
+		return "higher is better"
+	}
+	return "lower is better"
 }
 
 // nightlyLineWriter copies to w and hands each complete line to fn.
