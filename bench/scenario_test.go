@@ -238,3 +238,35 @@ metrics:
 		t.Errorf("expand modified the scenario: %q", sc.Workload[0].Pgbench.Args)
 	}
 }
+
+// TestSettingsAt: reports show the settings a point really ran with, the
+// scenario's variables (with --set overrides) and the point's values
+// expanded; runtime variables stay as written.
+func TestSettingsAt(t *testing.T) {
+	y := `variables: {buffers: 128MB, scale: 3}
+matrix: {clients: [2, 8]}
+settings:
+  shared_buffers: "{{.buffers}}"
+  work_mem: "{{mul .scale 4}}MB"
+  max_connections: "{{add .clients 10}}"
+  log_directory: "{{.workdir}}/log"
+  fsync: "off"
+workload:
+  - {name: b, sql: SELECT 1}
+metrics:
+  - {name: e, step: b, value: elapsed}
+`
+	sc, err := Load([]byte(y), "x.yaml", map[string]string{"buffers": "1GB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sc.SettingsAt(sc.Points()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"shared_buffers": "1GB", "work_mem": "12MB", "max_connections": "18",
+		"log_directory": "{{.workdir}}/log", "fsync": "off"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("settings at clients=8: %v, want %v", got, want)
+	}
+}

@@ -244,3 +244,20 @@ func cloneSteps(steps []Step) []Step {
 	}
 	return out
 }
+
+// SettingsAt returns the server settings the scenario writes at pt, with
+// its variables and the point's values expanded, as reports show them
+// ("shared_buffers: 1GB", not "{{.shared_buffers}}"). The runtime
+// variables of a cluster (datadir, port...) are not known outside a run and
+// stay as written.
+func (s *Scenario) SettingsAt(pt Point) (map[string]string, error) {
+	runtime := make(map[string]string, len(runtimeVars))
+	for _, name := range runtimeVars {
+		runtime[name] = "{{." + name + "}}"
+	}
+	e, err := s.expand(pt, runtime)
+	if err != nil {
+		return nil, err
+	}
+	return e.settings, nil
+}

@@ -188,6 +188,20 @@ func TestBisectHigherIsBetter(t *testing.T) {
 	if s.Outcome != OutcomeFound || len(s.Culprits) != 1 || s.Culprits[0].Candidates[0] != 11 {
 		t.Fatalf("got %s %+v\n%s", s.Outcome, s.Culprits, eventLog(s))
 	}
+	// Every line gives the signed change of the metric (down, for a
+	// throughput that fell) with its direction, never the "worse" amount.
+	c := s.Culprits[0]
+	want := fmt.Sprintf("%s (elapsed %+.1f%%)", h.Commits[11].Short(), 100*(c.Result.Ratio-1))
+	if c.Result.Ratio >= 1 || !strings.Contains(s.Summary, want) || !strings.Contains(s.Summary, "higher is better") {
+		t.Errorf("summary %q, want it to name %q and say higher is better", s.Summary, want)
+	}
+	if e := s.Effect(c.Result); !strings.HasPrefix(e, fmt.Sprintf("elapsed %+.1f%% [", 100*(c.Result.Ratio-1))) || !strings.Contains(e, ", higher is better, p=") {
+		t.Errorf("effect %q", e)
+	}
+	f := s.Finding(Report{Branch: "master"})
+	if title := notify.Title(f); !strings.Contains(title, fmt.Sprintf("elapsed %+.1f%% regression (higher is better)", 100*(c.Result.Ratio-1))) {
+		t.Errorf("title %q", title)
+	}
 }
 
 func TestBrokenEndpoint(t *testing.T) {
@@ -349,6 +363,13 @@ func TestFinding(t *testing.T) {
 	}
 	if f.ID != s.FindingID() || !strings.HasSuffix(f.ID, s.ID) {
 		t.Errorf("finding ID %q does not name bisection %s", f.ID, s.ID)
+	}
+	// A bisection started from the merge base of a good commit on another
+	// branch says so in its report.
+	s.Inputs.GivenGood = "5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b"
+	f = s.Finding(Report{Branch: "master"})
+	if w := f.Warnings[0]; !strings.Contains(w, "good 5a6b7c8d9e is not an ancestor") || !strings.Contains(w, "merge base "+h.Commits[0].Short()) {
+		t.Errorf("first warning %q, want the merge-base note", w)
 	}
 }
 

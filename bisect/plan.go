@@ -383,9 +383,9 @@ func (s *State) finish(now time.Time) {
 		s.Outcome = OutcomeFound
 		var parts []string
 		for _, c := range s.Culprits {
-			parts = append(parts, fmt.Sprintf("%s (%+.1f%%)", s.rangeName(c.Range), 100*c.Result.Worse))
+			parts = append(parts, fmt.Sprintf("%s (%s)", s.rangeName(c.Range), s.change(c.Result)))
 		}
-		s.Summary = fmt.Sprintf("%d culprit(s) of the %s regression, worst first: %s", len(s.Culprits), s.Inputs.Metric, strings.Join(parts, ", "))
+		s.Summary = fmt.Sprintf("%d culprit(s) of the %s regression (%s), worst first: %s", len(s.Culprits), s.Inputs.Metric, s.better(), strings.Join(parts, ", "))
 		if len(s.Unresolved) > 0 {
 			s.Summary += fmt.Sprintf("; %d range(s) could not be narrowed within the budget", len(s.Unresolved))
 		}
@@ -455,9 +455,9 @@ func (s *State) finishEndpoints(now time.Time, o Outcome) {
 	g, b := s.Commits[0], s.Commits[len(s.Commits)-1]
 	switch o {
 	case OutcomeImprovement:
-		s.Summary = fmt.Sprintf("no regression: %s is better than %s on %s (%s)", b.Short(), g.Short(), s.Inputs.Metric, p.Result)
+		s.Summary = fmt.Sprintf("no regression: %s is better than %s on %s, %s (%s)", b.Short(), g.Short(), s.Inputs.Metric, s.better(), p.Result)
 	default:
-		s.Summary = fmt.Sprintf("no regression reproduced: %s is not measurably worse than %s on %s (%s, %s)", b.Short(), g.Short(), s.Inputs.Metric, p.Verdict, p.Result)
+		s.Summary = fmt.Sprintf("no regression reproduced: %s is not measurably worse than %s on %s, %s (%s, %s)", b.Short(), g.Short(), s.Inputs.Metric, s.better(), p.Verdict, p.Result)
 	}
 	s.done(now)
 }

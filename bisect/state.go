@@ -119,6 +119,9 @@ type Inputs struct {
 	// WrongBlame is the bound on the probability of blaming any commit
 	// that did not cause a regression. Default: 0.01.
 	WrongBlame float64 `json:"wrong_blame"`
+	// GivenGood is the good commit the user gave when it was not an
+	// ancestor of Bad; Good is then their merge base. Empty otherwise.
+	GivenGood string `json:"given_good,omitempty"`
 }
 
 // Commit is one commit of the range.

@@ -105,10 +105,26 @@ func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install,
 		b.log.Warn("killed stray build processes", slog.Int("count", n), slog.String("worktree", b.worktree().dir))
 	}
 
-	inst, err := b.build(ctx, key)
+	inst, err := b.buildTimed(ctx, key)
 	var be *Error
 	if errors.As(err, &be) {
 		b.recordFailure(key.ID, be)
+	}
+	return inst, err
+}
+
+// buildTimed runs build within b.Timeout, turning the deadline into a
+// *TimeoutError that says which setting to raise.
+func (b *Builder) buildTimed(ctx context.Context, key Key) (*Install, error) {
+	if b.Timeout <= 0 {
+		return b.build(ctx, key)
+	}
+	te := &TimeoutError{Commit: key.Source, Timeout: b.Timeout}
+	tctx, cancel := context.WithTimeoutCause(ctx, b.Timeout, te)
+	defer cancel()
+	inst, err := b.build(tctx, key)
+	if err != nil && ctx.Err() == nil && context.Cause(tctx) == error(te) {
+		return nil, te
 	}
 	return inst, err
 }
@@ -154,7 +170,7 @@ func (b *Builder) lock(ctx context.Context, path, what string) (func(), error) {
 }
 
 // build does the work, holding the key and worktree locks.
-func (b *Builder) build(ctx context.Context, key Key) (*Install, error) {
+func (b *Builder) build(ctx context.Context, key Key) (_ *Install, err error) {
 	commit, err := b.repo.Commit(key.Source)
 	if err != nil {
 		return nil, err
@@ -164,6 +180,13 @@ func (b *Builder) build(ctx context.Context, key Key) (*Install, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		// A build stopped by Timeout says so, with its log.
+		var te *TimeoutError
+		if err != nil && errors.As(context.Cause(ctx), &te) {
+			te.LogPath = logPath
+		}
+	}()
 	defer s.close()
 	start := time.Now()
 	b.log.Info("building", slog.String("commit", commit.Short()), slog.String("key", key.ID), slog.String("log", logPath))

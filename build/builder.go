@@ -33,6 +33,14 @@ type Builder struct {
 	// returning the recorded failure.
 	Retry bool
 
+	// Timeout bounds the work of one build (checkout, configure, make,
+	// install), not the wait for another process's lock on the same
+	// worktree or key. A build that runs out of it is stopped with its
+	// process group and returns a *TimeoutError; the commit is not
+	// recorded as broken. 0: no limit (NewBuilder's callers set the
+	// config's build.timeout, default 1h).
+	Timeout time.Duration
+
 	// Record, when set, is told the outcome of every Build that got as far
 	// as the cache: the commit's key with the install (a cache hit or a new
 	// build) or with the *Error of a build that failed. The results store

@@ -21,6 +21,8 @@ type testRepo struct {
 	git  *git.Repository
 	base time.Time
 	n    int
+	// exec names the top-level files stored as executables.
+	exec map[string]bool
 }
 
 func newTestRepo(t *testing.T) *testRepo {
@@ -89,7 +91,11 @@ func (r *testRepo) tree(files map[string]string) plumbing.Hash {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+		mode := filemode.Regular
+		if r.exec[name] {
+			mode = filemode.Executable
+		}
+		entries = append(entries, object.TreeEntry{Name: name, Mode: mode, Hash: h})
 	}
 	for name, sub := range n.dirs {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: r.tree(sub)})

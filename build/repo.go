@@ -242,6 +242,34 @@ func (r *Repo) IsAncestor(a, b string) (bool, error) {
 	return w.flags[ha]&flagUninteresting != 0, nil
 }
 
+// MergeBase returns the best common ancestor of a and b, as git merge-base
+// does; of several, the one committed last. Both are full hashes or
+// anything Resolve accepts.
+func (r *Repo) MergeBase(a, b string) (Commit, error) {
+	ca, err := r.resolve(a)
+	if err != nil {
+		return Commit{}, err
+	}
+	cb, err := r.resolve(b)
+	if err != nil {
+		return Commit{}, err
+	}
+	bases, err := ca.MergeBase(cb)
+	if err != nil {
+		return Commit{}, fmt.Errorf("merge base of %s and %s: %w", Short(ca.Hash.String()), Short(cb.Hash.String()), err)
+	}
+	if len(bases) == 0 {
+		return Commit{}, fmt.Errorf("%s and %s have no common ancestor", Short(ca.Hash.String()), Short(cb.Hash.String()))
+	}
+	best := bases[0]
+	for _, c := range bases[1:] {
+		if c.Committer.When.After(best.Committer.When) {
+			best = c
+		}
+	}
+	return toCommit(best), nil
+}
+
 // ChangedPaths returns the sorted paths a commit adds, modifies or deletes
 // compared with its first parent (every path, for a root commit).
 func (r *Repo) ChangedPaths(hash string) ([]string, error) {

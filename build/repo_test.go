@@ -286,6 +286,25 @@ func TestIsAncestor(t *testing.T) {
 	}
 }
 
+func TestMergeBase(t *testing.T) {
+	h := newHistory(t)
+	repo := h.open()
+	for _, tt := range []struct{ a, b, want string }{
+		{h.f2, h.c4, h.c2},      // diverging branches: their fork point
+		{"feature", h.c3, h.c2}, // by name
+		{h.c1, h.c6, h.c1},      // an ancestor is its own merge base
+		{h.f1, h.c6, h.f1},      // merged in
+	} {
+		got, err := repo.MergeBase(tt.a, tt.b)
+		if err != nil || got.Hash != tt.want {
+			t.Errorf("MergeBase(%s, %s) = %s, %v; want %s", h.name(tt.a), h.name(tt.b), h.name(got.Hash), err, h.name(tt.want))
+		}
+	}
+	if _, err := repo.MergeBase("nosuch", h.c1); err == nil {
+		t.Error("MergeBase with an unknown revision succeeded")
+	}
+}
+
 func TestChangedPaths(t *testing.T) {
 	h := newHistory(t)
 	repo := h.open()

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -181,7 +182,12 @@ type Comparison struct {
 	Good  Side   `json:"good"`
 	Bad   Side   `json:"bad"`
 	// Ratio is median(bad)/median(good) with its confidence interval.
-	Ratio      float64 `json:"ratio"`
+	Ratio float64 `json:"ratio"`
+	// Change is the signed relative change of the metric, Ratio-1 (-0.22:
+	// 22% lower, which for a higher-is-better metric is worse), to six
+	// decimals. Marshal fills it from Ratio; Direction says which way is
+	// better.
+	Change     float64 `json:"change"`
 	RatioLow   float64 `json:"ratio_low"`
 	RatioHigh  float64 `json:"ratio_high"`
 	Confidence float64 `json:"confidence"` // 0.95
@@ -389,6 +395,10 @@ func finiteCopy(f *Finding) Finding {
 			for _, x := range []*float64{&c.Good.Median, &c.Good.RelStddev, &c.Bad.Median, &c.Bad.RelStddev,
 				&c.Ratio, &c.RatioLow, &c.RatioHigh, &c.Confidence, &c.P} {
 				*x = finite(*x)
+			}
+			c.Change = 0
+			if c.Ratio != 0 {
+				c.Change = math.Round((c.Ratio-1)*1e6) / 1e6
 			}
 		}
 		return out

@@ -221,4 +221,5 @@ var fixtures = []struct {
 	{"regression-range", rangeCulprit},
 	{"improvement", improvement},
 	{"no-regression", noRegression},
+	{"regression-tps", tpsCulprit},
 }

@@ -17,8 +17,8 @@ import (
 const (
 	listIssues  = "GET " + basePath
 	createIssue = "POST " + basePath
-	title9f     = "[master] 9f8377f7a2: copy-single elapsed +10.1% regression"
-	titleFaff   = "[master] faff8f8e47: copy-single elapsed +7.5% regression"
+	title9f     = "[master] 9f8377f7a2: copy-single elapsed +10.1% regression (lower is better)"
+	titleFaff   = "[master] faff8f8e47: copy-single elapsed +7.5% regression (lower is better)"
 )
 
 func outboxWith(t *testing.T, fs ...*Finding) *Dir {

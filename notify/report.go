@@ -183,8 +183,9 @@ func verdict(f *Finding, st style) string {
 	return st.esc(string(f.Kind))
 }
 
-// effect says how much one comparison changed: "elapsed +10.4% at
-// clients=1 (95% CI +8.9% to +12.0%, p = 0.0002)".
+// effect says how much one comparison changed, signed, and which way is
+// better: "elapsed +10.4% at clients=1, lower is better (95% CI +8.9% to
+// +12.0%, p = 0.0002)".
 func effect(c *Comparison, kind Kind, st style) string {
 	if c == nil {
 		return "no comparison recorded"
@@ -195,6 +196,9 @@ func effect(c *Comparison, kind Kind, st style) string {
 	}
 	if c.Point != "" {
 		s += " at " + st.esc(c.Point)
+	}
+	if dw := directionWord(c.Direction); dw != "" {
+		s += ", " + dw
 	}
 	return s + fmt.Sprintf(" (%s CI %s, p = %s)", confidence(c.Confidence), interval(c.RatioLow, c.RatioHigh, " to "), pvalue(c.P))
 }

@@ -59,7 +59,8 @@ func Title(f *Finding) string {
 }
 
 // headline is the title after the key: "copy-single elapsed +10.4%
-// regression", or for a finding without a culprit what happened in which
+// regression (lower is better)", the signed change of the metric with the
+// way it is better, or for a finding without a culprit what happened in which
 // range.
 func headline(f *Finding, c *Culprit) string {
 	if c != nil {
@@ -69,8 +70,15 @@ func headline(f *Finding, c *Culprit) string {
 				s += " at " + cmp.Point
 			}
 			s += " " + pct(cmp.Ratio) + " " + string(f.Kind)
+			var notes []string
+			if dw := directionWord(comparisonDirection(cmp, f)); dw != "" {
+				notes = append(notes, dw)
+			}
 			if c.IsRange() {
-				s += fmt.Sprintf(" (one of %d commits)", len(c.Range))
+				notes = append(notes, fmt.Sprintf("one of %d commits", len(c.Range)))
+			}
+			if len(notes) > 0 {
+				s += " (" + strings.Join(notes, "; ") + ")"
 			}
 			return s
 		}
@@ -86,6 +94,14 @@ func headline(f *Finding, c *Culprit) string {
 		return fmt.Sprintf("%s: inconclusive in %s", f.Scenario, rng)
 	}
 	return fmt.Sprintf("%s: %s in %s", f.Scenario, f.Kind, rng)
+}
+
+// comparisonDirection is c's direction, else the finding's.
+func comparisonDirection(c *Comparison, f *Finding) Direction {
+	if c.Direction != "" {
+		return c.Direction
+	}
+	return f.Direction
 }
 
 // mainComparison is the comparison with the largest effect among those whose

@@ -131,22 +131,6 @@ func bisectRun(ctx context.Context, env *Env) error {
 	return nil
 }
 
-// bisectThresholds puts the stats layers (config file, then scenario), then
-// the flags, over bisect.DefaultThresholds.
-func bisectThresholds(layers []config.Stats, alpha, minEffect float64, maxSamples int) stats.Thresholds {
-	return thresholdsOver(bisect.DefaultThresholds,
-		append(layers, config.Stats{Alpha: alpha, MinEffect: minEffect, MaxSamples: maxSamples})...)
-}
-
-// thresholdsOver applies the stats layers over def in order, a later layer
-// winning, and fills what is still zero with stats' defaults.
-func thresholdsOver(def stats.Thresholds, layers ...config.Stats) stats.Thresholds {
-	for _, l := range layers {
-		def = l.Apply(def)
-	}
-	return def.WithDefaults()
-}
-
 // bisectExecute checks the request, then starts or resumes the bisection,
 // runs it to the end and writes its reports. demo uses it too.
 func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisectRequest) (*bisectOutcome, error) {
@@ -211,10 +195,8 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		return nil, err
 	}
 	if req.Thresholds == (stats.Thresholds{}) {
-		req.Thresholds = bisectThresholds([]config.Stats{cfg.Stats, sc.Stats}, req.Alpha, req.MinEffect, req.MaxSamples)
-		if metric.MinEffect > 0 && req.MinEffect == 0 {
-			req.Thresholds.MinEffect = metric.MinEffect
-		}
+		req.Thresholds = sc.Thresholds(cfg.Stats.Apply(bisect.DefaultThresholds), &metric,
+			&config.Stats{Alpha: req.Alpha, MinEffect: req.MinEffect, MaxSamples: req.MaxSamples})
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating state directory: %w", err)
@@ -223,7 +205,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	if err != nil {
 		return nil, err
 	}
-	good, bad, err := bisectResolve(ctx, env, cfg, repo, req.Good, req.Bad)
+	good, bad, givenGood, err := bisectResolve(ctx, env, cfg, repo, req.Good, req.Bad)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +217,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	in := bisect.Inputs{
 		Repo: cfg.Repo, Good: good.Hash, Bad: bad.Hash, Scenario: req.Scenario, Set: req.Set,
 		Metric: metric.Name, Unit: metric.Unit, Direction: metric.Direction, Point: point.String(),
-		FirstParent: req.FirstParent, Thresholds: req.Thresholds,
+		FirstParent: req.FirstParent, Thresholds: req.Thresholds, GivenGood: givenGood,
 	}
 	if st == nil {
 		st, err = saver.Load(ctx, bisect.ID(in))
@@ -262,7 +244,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	}
 
 	// Measure.
-	bb := &bisectBuilder{b: builder, timeout: cfg.Build.Timeout}
+	bb := &bisectBuilder{b: builder}
 	runner := &bench.Runner{StateDir: cfg.StateDir, ClientBin: req.ClientBin, Log: slog.New(&onceHandler{Handler: env.Log.Handler()}), KeepClusters: req.Keep}
 	if proc.IsRoot() {
 		if runner.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
@@ -302,7 +284,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 
 	// Report.
 	f := st.Finding(bisect.Report{
-		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc), Reproduce: bisectReproduce(req, st),
+		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(req, st),
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
@@ -378,8 +360,10 @@ func bisectPoint(sc *bench.Scenario, p string) (bench.Point, error) {
 }
 
 // bisectResolve resolves both revisions and checks that good is an
-// ancestor of bad.
-func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *build.Repo, goodRev, badRev string) (good, bad build.Commit, err error) {
+// ancestor of bad. When they are on diverging branches (REL_15_0 and
+// REL_16_0), it bisects from their merge base instead, says so, and
+// returns the good commit given in given (empty otherwise).
+func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *build.Repo, goodRev, badRev string) (good, bad build.Commit, given string, err error) {
 	resolve := func(rev, which string) (build.Commit, error) {
 		c, err := repo.Resolve(rev)
 		if err != nil && repo.Remote() != "" {
@@ -401,19 +385,24 @@ func bisectResolve(ctx context.Context, env *Env, cfg *config.Config, repo *buil
 		return
 	}
 	if good.Hash == bad.Hash {
-		return good, bad, usageError("--good and --bad are the same commit %s: nothing to bisect", good.Short())
+		return good, bad, "", usageError("--good and --bad are the same commit %s: nothing to bisect", good.Short())
 	}
 	ok, err := repo.IsAncestor(good.Hash, bad.Hash)
 	if err != nil {
-		return good, bad, err
+		return good, bad, "", err
 	}
-	if !ok {
-		if rev, _ := repo.IsAncestor(bad.Hash, good.Hash); rev {
-			return good, bad, usageError("good %s is not an ancestor of bad %s: %s is the older one; swap --good and --bad", good.Short(), bad.Short(), bad.Short())
-		}
-		return good, bad, usageError("good %s is not an ancestor of bad %s (they are on diverging branches): choose a good commit that bad descends from, such as their merge base", good.Short(), bad.Short())
+	if ok {
+		return good, bad, "", nil
 	}
-	return good, bad, nil
+	if rev, _ := repo.IsAncestor(bad.Hash, good.Hash); rev {
+		return good, bad, "", usageError("good %s is not an ancestor of bad %s: %s is the older one; swap --good and --bad", good.Short(), bad.Short(), bad.Short())
+	}
+	base, err := repo.MergeBase(good.Hash, bad.Hash)
+	if err != nil {
+		return good, bad, "", usageError("good %s is not an ancestor of bad %s (they are on diverging branches) and %v: choose a good commit that bad descends from", good.Short(), bad.Short(), err)
+	}
+	fmt.Fprintf(env.Stderr, "%s\n", bisect.MergeBaseNote(good.Short(), base.Short()))
+	return base, bad, good.Hash, nil
 }
 
 // bisectNewState lists the range with each commit's build key.
@@ -440,9 +429,8 @@ func bisectNewState(ctx context.Context, env *Env, repo *build.Repo, b *build.Bu
 
 // bisectBuilder adapts build.Builder to bisect.Builder.
 type bisectBuilder struct {
-	b       *build.Builder
-	timeout time.Duration
-	cache   map[string]bisectTarget
+	b     *build.Builder
+	cache map[string]bisectTarget
 }
 
 // bisectTarget is a build to measure, with the commit and build key its
@@ -455,11 +443,6 @@ type bisectTarget struct {
 func (a *bisectBuilder) Build(ctx context.Context, hash string) (bisect.Target, error) {
 	if t, ok := a.cache[hash]; ok {
 		return t, nil
-	}
-	if a.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.timeout)
-		defer cancel()
 	}
 	inst, err := a.b.Build(ctx, hash)
 	var be *build.Error
@@ -581,10 +564,17 @@ func (m *bisectMeasurer) environment(ctx context.Context) notify.Environment {
 		Extra: map[string]string{"thp": e.THP, "server": e.ServerVersion}}
 }
 
-func bisectSettings(sc *bench.Scenario) map[string]string {
-	out := map[string]string{}
-	for k, v := range sc.Settings {
-		out[k] = fmt.Sprint(v)
+// bisectSettings are the server settings the bisection ran with, templates
+// expanded for its variables and point.
+func bisectSettings(sc *bench.Scenario, pt bench.Point) map[string]string {
+	out, err := sc.SettingsAt(pt)
+	if err != nil {
+		// The scenario was expanded for every sample already; this is
+		// not expected, and the report should still be written.
+		out = map[string]string{}
+		for k, v := range sc.Settings {
+			out[k] = fmt.Sprint(v)
+		}
 	}
 	return out
 }
@@ -676,7 +666,7 @@ func bisectPrintResult(w io.Writer, out *bisectOutcome) {
 	for i, c := range st.Culprits {
 		last := st.Commits[c.Last]
 		fmt.Fprintf(w, "\nculprit %d: %s %s\n  author %s, %s\n  %s against %s (fresh samples)\n", i+1, last.Short(), last.Subject,
-			last.Author, last.Date.Format("2006-01-02"), c.Result, st.Commits[c.Parent].Short())
+			last.Author, last.Date.Format("2006-01-02"), st.Effect(c.Result), st.Commits[c.Parent].Short())
 		if len(c.Candidates) > 1 {
 			fmt.Fprintf(w, "  a range of %d candidates: %s\n", len(c.Candidates), c.Note)
 			for _, i := range c.Candidates {

@@ -108,11 +108,6 @@ func runBuild(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	if cfg.Build.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Build.Timeout*time.Duration(len(revs)))
-		defer cancel()
-	}
 	var failed int
 	for _, rev := range revs {
 		c, err := repo.Resolve(rev)
@@ -162,7 +157,10 @@ func openBuilder(ctx context.Context, env *Env, cfg *config.Config) (*build.Buil
 	if err != nil {
 		return nil, nil, err
 	}
-	return build.NewBuilder(repo, cfg.StateDir, build.OptionsFromConfig(cfg.Build), env.Stderr, env.Log), repo, nil
+	b := build.NewBuilder(repo, cfg.StateDir, build.OptionsFromConfig(cfg.Build), env.Stderr, env.Log)
+	// Every build of every command, nightly ones included, is bounded.
+	b.Timeout = cfg.Build.Timeout
+	return b, repo, nil
 }
 
 func printInstalls(env *Env, installs []build.Install) {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
+
+	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
@@ -85,5 +88,24 @@ func TestBuildCommand(t *testing.T) {
 	code, out, _ = buildMain(t, "--state", state, "--list")
 	if code != 0 || !strings.Contains(out, base[:10]) || !strings.Contains(out, "Import postgresql-15") {
 		t.Errorf("build --list: %d\n%s", code, out)
+	}
+}
+
+// TestOpenBuilderTimeout: the builder every command opens (build, run,
+// compare, bisect, demo, the nightly pass and the daemon's jobs) carries
+// the config's build timeout, so no build runs unbounded.
+func TestOpenBuilderTimeout(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := git.PlainInit(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Repo: dir, StateDir: t.TempDir(), Build: config.Build{Timeout: 7 * time.Minute}}
+	var out bytes.Buffer
+	b, _, err := openBuilder(context.Background(), &Env{Stdout: &out, Stderr: &out}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Timeout != 7*time.Minute {
+		t.Errorf("builder timeout %s, want the config's 7m", b.Timeout)
 	}
 }

@@ -86,11 +86,9 @@ func runCompare(ctx context.Context, env *Env) error {
 	}
 	// A comparison's verdict is final, so it uses stats' defaults (alpha
 	// 0.01), not the bisection search's liberal ones.
-	th := thresholdsOver(stats.DefaultThresholds, cfg.Stats, sc.Stats,
-		config.Stats{Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples})
-	if *maxTime > 0 {
-		th.MaxTime = *maxTime
-	}
+	base := cfg.Stats.Apply(stats.DefaultThresholds)
+	flagStats := &config.Stats{Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples, MaxTime: *maxTime}
+	th := sc.Thresholds(base, nil, flagStats)
 	points := sc.Points()
 	if *point != "" {
 		pt, err := sc.FindPoint(*point)
@@ -141,7 +139,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	start := time.Now()
 	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th}
 	for _, pt := range points {
-		pr, err := comparePoint(ctx, env, r, sc, targets, pt, th, *minEffect)
+		pr, err := comparePoint(ctx, env, r, sc, targets, pt, base, flagStats)
 		if err != nil {
 			return err
 		}
@@ -171,9 +169,11 @@ func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string
 
 // comparePoint samples both targets at pt, interleaved, in the batches the
 // thresholds plan, until every metric has a verdict or the budget is spent.
-// A metric's own min_effect from the scenario applies unless --min-effect
-// (minEffectFlag) was given.
-func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, th stats.Thresholds, minEffectFlag float64) (comparePointResult, error) {
+// Thresholds are layered by sc.Thresholds over base (the defaults with the
+// config's stats) with the flags on top: the scenario's for the sampling
+// plan, each metric's for its verdict.
+func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, base stats.Thresholds, flags *config.Stats) (comparePointResult, error) {
+	th := sc.Thresholds(base, nil, flags)
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
 	pr := comparePointResult{Point: pt.String()}
@@ -201,10 +201,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 		pr.Metrics = pr.Metrics[:0]
 		overTime := th.MaxTime > 0 && time.Since(start) >= th.MaxTime
 		for i, m := range specs {
-			mth := th
-			if m.MinEffect > 0 && minEffectFlag == 0 {
-				mth.MinEffect = m.MinEffect
-			}
+			mth := sc.Thresholds(base, &m, flags)
 			c := stats.Compare(values[i][0], values[i][1], m.Direction, mth)
 			if overTime {
 				c = c.AtBudget()

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
@@ -110,18 +109,5 @@ func TestCompareDeliberateSlowdown(t *testing.T) {
 				t.Errorf("%s: %s, want regression (ratio %.3f [%.3f, %.3f], p %.4f, n %d+%d)", m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P, c.A.N, c.B.N)
 			}
 		}
-	}
-}
-
-func TestOverlayStats(t *testing.T) {
-	base := config.Stats{Alpha: 0.02, MinEffect: 0.03, MaxSamples: 30}
-	scenario := config.Stats{MinEffect: 0.1, Batch: 3}
-	got := thresholdsOver(stats.Thresholds{}, base, scenario)
-	if got.Alpha != 0.02 || got.MinEffect != 0.1 || got.MaxSamples != 30 || got.Batch != 3 {
-		t.Fatalf("the scenario must win over the config: %+v", got)
-	}
-	th := bisectThresholds([]config.Stats{base, scenario}, 0, 0.2, 0)
-	if th.MinEffect != 0.2 || th.Alpha != 0.02 || th.Batch != 3 {
-		t.Fatalf("flags must win over the scenario, the scenario over the config: %+v", th)
 	}
 }

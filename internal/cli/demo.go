@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/notify"
 )
@@ -252,22 +254,88 @@ func demoRun(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		_, err = env.Stdout.Write(append(data, '\n'))
+		if _, err := env.Stdout.Write(append(data, '\n')); err != nil {
+			return err
+		}
+	} else {
+		bisectPrintResult(env.Stdout, out)
+	}
+	if err := demoVerdict(out.State, h.Culprits); err != nil {
 		return err
 	}
-	bisectPrintResult(env.Stdout, out)
-	named := 0
-	for _, c := range out.State.Culprits {
-		for _, i := range c.Candidates {
-			for _, want := range h.Culprits {
-				if out.State.Commits[i].Hash == want {
-					named++
-				}
+	if !*asJSON {
+		fmt.Fprintf(env.Stdout, "\nthe demo injected 2 regressions; the bisection named both exactly: %s and %s\n", short(h.Culprits[0]), short(h.Culprits[1]))
+	}
+	return nil
+}
+
+// demoVerdict checks that the bisection named every injected regression
+// exactly (one commit, re-verified) and blamed nothing else. Otherwise it
+// returns an error that gives the figures: where each missed regression
+// ended up (a range of candidates, an unresolved range, an unconfirmed
+// suspect) with its comparison and the noise of both sides, so a machine
+// too noisy for the demo shows up as such.
+func demoVerdict(st *bisect.State, injected []string) error {
+	figures := func(r *bisect.Result) string {
+		if r == nil {
+			return "no comparison"
+		}
+		return fmt.Sprintf("%s, noise ±%.1f%% / ±%.1f%%", st.Effect(r), 100*r.RelA, 100*r.RelB)
+	}
+	name := func(i int) string { return st.Commits[i].Short() }
+	span := func(r bisect.Range) string { return name(r.First) + ".." + name(r.Last) }
+	index := func(hash string) int {
+		return slices.IndexFunc(st.Commits, func(c bisect.Commit) bool { return c.Hash == hash })
+	}
+	var problems []string
+	named := map[string]bool{}
+	for _, c := range st.Culprits {
+		if c.Exact() {
+			hash := st.Commits[c.Candidates[0]].Hash
+			named[hash] = true
+			if !slices.Contains(injected, hash) {
+				problems = append(problems, fmt.Sprintf("blamed %s, which is not an injected regression (%s)", name(c.Candidates[0]), figures(c.Result)))
 			}
 		}
 	}
-	fmt.Fprintf(env.Stdout, "\nthe demo injected 2 regressions; the bisection named %d of them\n", named)
-	return nil
+	for _, hash := range injected {
+		if named[hash] {
+			continue
+		}
+		i := index(hash)
+		where := "not found in any culprit, unresolved range or suspect"
+		switch {
+		case i < 0:
+			where = "not in the bisected range"
+		default:
+			for _, c := range st.Culprits {
+				if !c.Exact() && slices.Contains(c.Candidates, i) {
+					where = fmt.Sprintf("only inside a culprit range of %d candidates %s (%s)", len(c.Candidates), span(c.Range), figures(c.Result))
+				}
+			}
+			for _, u := range st.Unresolved {
+				if u.First <= i && i <= u.Last {
+					where = fmt.Sprintf("inside the unresolved range %s (%s)", span(u), figures(u.Result))
+				}
+			}
+			for _, u := range st.Unconfirmed {
+				if u.First <= i && i <= u.Last {
+					where = fmt.Sprintf("suspected in %s but not confirmed (%s)", span(u), figures(u.Result))
+				}
+			}
+		}
+		problems = append(problems, fmt.Sprintf("injected regression %s %s", short(hash), where))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	var endpoints *bisect.Result
+	if len(st.Pairs) > 0 {
+		endpoints = st.Pairs[0].Result
+	}
+	return fmt.Errorf("the demo did not name both injected regressions exactly: %s; endpoints %s; %d samples (%s: %s). "+
+		"A machine this noisy cannot narrow them within the budget: run it on an idle machine, or with --max-samples 60",
+		strings.Join(problems, "; "), figures(endpoints), st.SamplesTaken, st.Outcome, st.Summary)
 }
 
 func short(h string) string {

@@ -177,15 +177,17 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 	}, nil
 }
 
-// nightlyThresholds are the thresholds of the night-to-night comparison:
-// bench/stats' defaults with the config's stats section over them.
+// nightlyThresholds are the base of the night-to-night comparisons:
+// bench/stats' defaults with the config's stats section over them. The pass
+// layers each scenario's and metric's over them (bench.Scenario.Thresholds).
 func nightlyThresholds(s config.Stats) stats.Thresholds {
-	return thresholdsOver(stats.DefaultThresholds, s)
+	return s.Apply(stats.DefaultThresholds).WithDefaults()
 }
 
 // bisect runs a bisection as 'pgbisect bisect' does (same state files, so
-// an interrupted one resumes), with the bisection's own thresholds except
-// the smallest effect, which is the nightly's.
+// an interrupted one resumes), with the bisection's own thresholds layered
+// as that command layers them, except the smallest effect, which is the
+// night-to-night comparison's (given as --min-effect would be).
 func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, progress func(string)) (*notify.Finding, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -194,8 +196,8 @@ func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, pro
 	out, err := bisectExecute(ctx, env, &cfg, bisectRequest{
 		CallerReports: true,
 		Scenario:      req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
-		Thresholds: bisectThresholds([]config.Stats{d.cfg.Stats}, 0, req.Thresholds.MinEffect, 0),
-		ClientBin:  d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
+		MinEffect: req.Thresholds.MinEffect,
+		ClientBin: d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
 	})
 	if err != nil {
 		return nil, err
@@ -250,11 +252,11 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 		if point != "" {
 			point = " " + point
 		}
-		fmt.Fprintf(w, "  %s%s %s: %s %+.1f%% (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, m.Verdict, 100*m.Change, m.P, m.N)
+		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, nightlyBetter(m.Direction), m.Verdict, m.P, m.N)
 	}
 	for _, c := range res.Detail.ChangePoints {
-		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%\n",
-			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Verdict, 100*c.Change)
+		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%, %s: %s\n",
+			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Metric, 100*c.Change, nightlyBetter(c.Direction), c.Verdict)
 	}
 	for _, f := range res.Findings {
 		fmt.Fprintf(w, "finding %s: %s\n", f.ID, notify.Title(f))
@@ -262,6 +264,14 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 	if res.Detail.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", res.Detail.Error)
 	}
+}
+
+// nightlyBetter says which way a metric is better.
+func nightlyBetter(d notify.Direction) string {
+	if d == notify.HigherIsBetter {
+		return "higher is better"
+	}
+	return "lower is better"
 }
 
 // nightlyLineWriter copies to w and hands each complete line to fn.

@@ -180,3 +180,28 @@ func TestNightlyEndToEnd(t *testing.T) {
 		t.Fatalf("pass 3: %s, want %s\n%s", run.Status, nightly.StatusUnchanged, out)
 	}
 }
+
+// TestNightlyPrintSigns: the nightly lines give the signed change of each
+// metric with its direction: a throughput that fell is "-22.0%, higher is
+// better", never +22.0%.
+func TestNightlyPrintSigns(t *testing.T) {
+	res := &nightly.Result{
+		Run: store.NightlyRun{Branch: "master", Commit: "c24e9ef3302b0f3a9a8d7c6b5a4f3e2d1c0b9a88", Status: nightly.StatusRegression},
+		Detail: nightly.Detail{
+			Results: []nightly.MetricResult{{Scenario: "clog", Point: "clients=16", Metric: "tps", Verdict: "regression",
+				Change: -0.22, Worse: 0.22, Direction: notify.HigherIsBetter, P: 0.0001, N: 12}},
+			ChangePoints: []nightly.Candidate{{Scenario: "copy", Metric: "copy_time", At: "aaaaaaaaaaaa", Before: "bbbbbbbbbbbb", Until: "cccccccccccc",
+				RelChange: 0.08, Verdict: "regression", Change: 0.075, Direction: notify.LowerIsBetter}},
+		},
+	}
+	var out bytes.Buffer
+	nightlyPrint(&out, res)
+	for _, want := range []string{
+		"clog clients=16: tps -22.0%, higher is better: regression",
+		"re-measured bbbbbbbbbb..cccccccccc: copy_time +7.5%, lower is better: regression",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

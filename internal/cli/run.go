@@ -277,14 +277,8 @@ func runBuildTarget(ctx context.Context, env *Env, cfg *config.Config, rev strin
 	if err != nil {
 		return bench.Target{}, err
 	}
-	bctx := ctx
-	if cfg.Build.Timeout > 0 {
-		var cancel context.CancelFunc
-		bctx, cancel = context.WithTimeout(ctx, cfg.Build.Timeout)
-		defer cancel()
-	}
 	fmt.Fprintf(env.Stderr, "building %s %s (or reusing its cached build)\n", c.Short(), c.Subject)
-	inst, err := b.Build(bctx, c.Hash)
+	inst, err := b.Build(ctx, c.Hash)
 	if err != nil {
 		return bench.Target{}, fmt.Errorf("building %s: %w", c.Short(), err)
 	}

@@ -27,10 +27,12 @@ type Candidate struct {
 	// (means of the nightly medians, Welch's t-test).
 	RelChange float64 `json:"rel_change"`
 	P         float64 `json:"p"`
-	// Verdict is the fresh comparison of Before with Until.
-	Verdict string  `json:"verdict"`
-	Change  float64 `json:"change"`
-	Finding string  `json:"finding,omitempty"`
+	// Verdict is the fresh comparison of Before with Until; Change its
+	// signed change (Until/Before - 1), Direction which way is better.
+	Verdict   string           `json:"verdict"`
+	Change    float64          `json:"change"`
+	Direction notify.Direction `json:"direction,omitempty"`
+	Finding   string           `json:"finding,omitempty"`
 }
 
 // ShiftWindow is how many nights around a change point the pass looks at:
@@ -56,6 +58,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 	for _, sc := range p.Scenarios {
 		for _, pt := range sc.Points() {
 			for _, m := range sc.MetricSpecs() {
+				th := sc.Thresholds(p.Thresholds, &m, nil)
 				series, err := p.Store.Series(ctx, p.Branch, sc.Name, m.Name, pt.String())
 				if err != nil {
 					return err
@@ -64,7 +67,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 				for i, s := range series {
 					medians[i] = stats.Summarize(s.Values).Median
 				}
-				cps := changepoint.Detect(medians, changepoint.Options{MinMagnitude: p.Thresholds.MinEffect})
+				cps := changepoint.Detect(medians, changepoint.Options{MinMagnitude: th.MinEffect})
 				for k, cp := range cps {
 					lo, end := 0, len(series)
 					if k > 0 {
@@ -78,7 +81,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 						Before:    series[max(lo, cp.Index-ShiftWindow)].Commit,
 						At:        series[cp.Index].Commit,
 						Until:     series[min(end, cp.Index+ShiftWindow)-1].Commit,
-						RelChange: cp.RelChange, P: cp.P,
+						RelChange: cp.RelChange, P: cp.P, Direction: notifyDirection(m.Direction),
 					}
 					near := make([]string, 0, 2*ShiftWindow+1)
 					for i := max(0, cp.Index-ShiftWindow); i < min(len(series), cp.Index+ShiftWindow+1); i++ {
@@ -107,7 +110,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 
 // confirm measures c.Before against c.Until afresh and acts on the verdict.
 func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int) error {
-	p.progress("change point in %s %s %s at %s (%+.1f%% over the series): confirming", c.Scenario, c.Point, c.Metric, build.Short(c.At), 100*c.RelChange)
+	p.progress("change point in %s %s %s at %s (%+.1f%% over the series, %s): confirming", c.Scenario, c.Point, c.Metric, build.Short(c.At), 100*c.RelChange, betterWord(c.Direction))
 	before, until := p.commit(c.Before), p.commit(c.Until)
 	bi, err := p.Builder.Build(ctx, c.Before)
 	if err != nil {
@@ -148,7 +151,7 @@ func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int
 	cps := []notify.ChangePoint{{Index: index, Confirmed: r.cmp.Verdict.Different()}}
 	switch r.cmp.Verdict {
 	case stats.Regression:
-		f, err := p.Bisect(ctx, BisectRequest{Good: before, Bad: until, Scenario: r.sc, Metric: c.Metric, Point: c.Point, Thresholds: p.Thresholds})
+		f, err := p.Bisect(ctx, BisectRequest{Good: before, Bad: until, Scenario: r.sc, Metric: c.Metric, Point: c.Point, Thresholds: r.th})
 		if err != nil {
 			return fmt.Errorf("bisecting the change point %s..%s: %w", build.Short(c.Before), build.Short(c.Until), err)
 		}

@@ -109,3 +109,11 @@ func (p *Pass) series(ctx context.Context, scenario, metric, unit, point string,
 	}
 	return s
 }
+
+// betterWord says which way a metric is better, for progress lines.
+func betterWord(d notify.Direction) string {
+	if d == notify.HigherIsBetter {
+		return "higher is better"
+	}
+	return "lower is better"
+}

@@ -40,8 +40,13 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	if p.ClientBin != nil {
 		p.ClientBin(sides[0].BinDir)
 	}
-	th := p.Thresholds
+	// The scenario's thresholds plan the samples; each metric's judge it.
+	th := sc.Thresholds(p.Thresholds, nil, nil)
 	specs := sc.MetricSpecs()
+	mths := make([]stats.Thresholds, len(specs))
+	for i := range specs {
+		mths[i] = sc.Thresholds(p.Thresholds, &specs[i], nil)
+	}
 	values := make([]map[string][]float64, len(sides))
 	taken := make([]int, len(sides))
 	for i := range values {
@@ -71,10 +76,10 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		}
 		comps = comps[:0]
 		more := 0
-		for _, m := range specs {
-			c := stats.Compare(values[0][m.Name], values[1][m.Name], m.Direction, th)
+		for i, m := range specs {
+			c := stats.Compare(values[0][m.Name], values[1][m.Name], m.Direction, mths[i])
 			comps = append(comps, c)
-			more = max(more, th.More(c))
+			more = max(more, mths[i].More(c))
 		}
 		if more == 0 {
 			break
@@ -93,9 +98,9 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		c := comps[i]
 		r := MetricResult{
 			Scenario: sc.Name, Point: pt.String(), Metric: m.Name,
-			Verdict: c.Verdict.String(), Change: finite(c.Change()), Worse: finite(c.Worse()), P: finite(c.P),
+			Verdict: c.Verdict.String(), Change: finite(c.Change()), Direction: notifyDirection(m.Direction), Worse: finite(c.Worse()), P: finite(c.P),
 			N:   min(c.A.N, c.B.N),
-			cmp: c, spec: m, sc: sc,
+			cmp: c, spec: m, sc: sc, th: mths[i],
 		}
 		detail, _ := json.Marshal(c)
 		_, err := p.Store.RecordComparison(ctx, store.Comparison{
@@ -107,7 +112,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		if err != nil {
 			return nil, err
 		}
-		p.progress("%s %s %s: %s %+.1f%% (p=%.3g, n=%d+%d)", sc.Name, pointName(pt), m.Name, c.Verdict, 100*r.Change, c.P, c.A.N, c.B.N)
+		p.progress("%s %s: %s %+.1f%%, %s: %s (p=%.3g, n=%d+%d)", sc.Name, pointName(pt), m.Name, 100*r.Change, betterWord(r.Direction), c.Verdict, c.P, c.A.N, c.B.N)
 		out = append(out, r)
 	}
 	return out, nil

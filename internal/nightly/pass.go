@@ -54,8 +54,9 @@ type BisectRequest struct {
 	Scenario  *bench.Scenario
 	Metric    string
 	Point     string
-	// Thresholds are the pass's; the bisection uses them for every
-	// comparison.
+	// Thresholds are those of the metric's night-to-night comparison (the
+	// pass's with the scenario's and the metric's layered over them); the
+	// bisection chases effects down to its smallest effect.
 	Thresholds stats.Thresholds
 }
 
@@ -82,8 +83,12 @@ var measured = []string{StatusFirst, StatusOK, StatusRegression, StatusImproveme
 // nightly series with change-point detection and confirm each one with a
 // fresh comparison before believing it.
 type Pass struct {
-	Branch     string
-	Scenarios  []*bench.Scenario
+	Branch    string
+	Scenarios []*bench.Scenario
+	// Thresholds are the defaults with the config file's stats section
+	// over them. Each comparison layers its scenario's stats section and
+	// its metric's min_effect over them (bench.Scenario.Thresholds), as
+	// every command does.
 	Thresholds stats.Thresholds
 	// Force measures the head even when it has not moved since the last
 	// pass.
@@ -137,14 +142,18 @@ type MetricResult struct {
 	Point    string  `json:"point,omitempty"`
 	Metric   string  `json:"metric"`
 	Verdict  string  `json:"verdict"`
-	Change   float64 `json:"change"` // head/base median - 1
-	Worse    float64 `json:"worse"`  // in the metric's direction
-	P        float64 `json:"p"`
-	N        int     `json:"n"` // samples per side
+	Change   float64 `json:"change"` // head/base median - 1, signed
+	// Direction says which way the metric is better, so that Change reads
+	// right: -0.22 of a higher-is-better tps is a regression.
+	Direction notify.Direction `json:"direction,omitempty"`
+	Worse     float64          `json:"worse"` // Change turned so that positive is worse
+	P         float64          `json:"p"`
+	N         int              `json:"n"` // samples per side
 
 	cmp  stats.Comparison
 	spec bench.Metric
 	sc   *bench.Scenario
+	th   stats.Thresholds // the comparison's, layered for its metric
 }
 
 // Result is what one pass did.
@@ -291,7 +300,7 @@ func (p *Pass) act(ctx context.Context, res *Result, results []MetricResult, goo
 		// A significant change smaller than the smallest effect that
 		// matters is recorded, not chased; if it builds up over nights,
 		// the change-point pass sees it.
-		if math.Abs(r.Worse) < p.Thresholds.MinEffect {
+		if math.Abs(r.Worse) < r.th.MinEffect {
 			continue
 		}
 		res.Detail.Handled = append(res.Detail.Handled, shiftKey(r.Scenario, r.Point, r.Metric, bad.Hash))
@@ -325,7 +334,7 @@ func (p *Pass) act(ctx context.Context, res *Result, results []MetricResult, goo
 // bisect runs the bisection of one regression and reports its finding.
 func (p *Pass) bisect(ctx context.Context, res *Result, r MetricResult, good, bad build.Commit) error {
 	p.progress("bisecting %s %s %s: %s..%s", r.Scenario, r.Point, r.Metric, build.Short(good.Hash), build.Short(bad.Hash))
-	f, err := p.Bisect(ctx, BisectRequest{Good: good, Bad: bad, Scenario: r.sc, Metric: r.Metric, Point: r.Point, Thresholds: p.Thresholds})
+	f, err := p.Bisect(ctx, BisectRequest{Good: good, Bad: bad, Scenario: r.sc, Metric: r.Metric, Point: r.Point, Thresholds: r.th})
 	if err != nil {
 		return fmt.Errorf("bisecting %s %s between %s and %s: %w", r.Scenario, r.Metric, build.Short(good.Hash), build.Short(bad.Hash), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -288,5 +289,47 @@ func TestPassChangePointIgnoresOneBadNight(t *testing.T) {
 	}
 	for _, b := range w.bisects {
 		t.Errorf("bisected %s..%s in a flat series", build.Short(b.Good.Hash), build.Short(b.Bad.Hash))
+	}
+}
+
+// TestPassHonoursScenarioThresholds: a night 10% slower than the last is
+// a regression under the defaults (3%), but not for a scenario whose stats
+// section, or a metric whose min_effect, says only 20% matters; a metric's
+// min_effect wins over its scenario's, and the bisection gets it.
+func TestPassHonoursScenarioThresholds(t *testing.T) {
+	st := testStore(t)
+	for _, tt := range []struct {
+		name, stats, metric string
+		want                string
+		minEffect           float64 // of the bisection, when one runs
+	}{
+		{"defaults", "", "", StatusRegression, 0.03},
+		{"scenario", "stats:\n  min_effect: 0.2\n", "", StatusOK, 0},
+		{"metric", "", "    min_effect: 0.2\n", StatusOK, 0},
+		{"metric over scenario", "stats:\n  min_effect: 0.2\n", "    min_effect: 0.05\n", StatusRegression, 0.05},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := bench.Load([]byte(tt.stats+tinyScenario+tt.metric), "tiny.yaml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld(t, 0.01, 5)
+			w.commit(100, false)
+			w.run(t, w.pass(st, sc))
+			w.commit(110, false)
+			res := w.run(t, w.pass(st, sc))
+			if res.Run.Status != tt.want || len(res.Detail.Results) != 1 {
+				t.Fatalf("status %s (results %+v), want %s", res.Run.Status, res.Detail.Results, tt.want)
+			}
+			if r := res.Detail.Results[0]; math.Abs(r.Change-0.10) > 0.02 {
+				t.Errorf("measured change %+.3f, want about +0.10", r.Change)
+			}
+			switch {
+			case tt.minEffect == 0 && len(w.bisects) != 0:
+				t.Errorf("bisected a change below the smallest effect: %+v", w.bisects)
+			case tt.minEffect > 0 && (len(w.bisects) != 1 || w.bisects[0].Thresholds.MinEffect != tt.minEffect):
+				t.Errorf("bisections %+v, want one with min_effect %g", w.bisects, tt.minEffect)
+			}
+		})
 	}
 }
