@@ -121,7 +121,9 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 			start := now()
 			v, err := e.Measurer.Measure(ctx, t)
 			switch {
-			case errors.Is(err, ErrUnmeasurable) && ctx.Err() == nil:
+			case err != nil && ctx.Err() != nil:
+				return ctx.Err() // interrupted: nothing is recorded
+			case errors.Is(err, ErrUnmeasurable):
 				if err := e.unmeasurable(ctx, s, act, unmeasurableOf(err), now); err != nil {
 					return err
 				}
@@ -195,7 +197,9 @@ func (e *Engine) unmeasurable(ctx context.Context, s *State, act Action, u *Unme
 				start := now()
 				v, err := e.Measurer.Measure(ctx, t)
 				switch {
-				case errors.Is(err, ErrUnmeasurable) && ctx.Err() == nil:
+				case err != nil && ctx.Err() != nil:
+					return ctx.Err()
+				case errors.Is(err, ErrUnmeasurable):
 					se := &ScenarioError{Good: s.Commits[0].Short(), Bad: s.Commits[n].Short(), GoodErr: u, BadErr: unmeasurableOf(err)}
 					if act.Commit == n {
 						se.GoodErr, se.BadErr = se.BadErr, se.GoodErr
