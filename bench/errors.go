@@ -64,13 +64,20 @@ func (e *MeasureError) Reason() string {
 // on Windows, an exception), a PANIC, a failed assertion (TRAP).
 var crashMarkers = []string{"was terminated by signal", "was terminated by exception", "PANIC:  ", "TRAP: "}
 
-// crashLine returns the first line of log that shows a crash, or "".
+// crashLine returns the first line of log that shows a crash, from its
+// severity on (without the log_line_prefix), or "".
 func crashLine(log string) string {
 	for _, l := range strings.Split(log, "\n") {
 		for _, m := range crashMarkers {
-			if strings.Contains(l, m) {
-				return strings.TrimSpace(l)
+			if !strings.Contains(l, m) {
+				continue
 			}
+			for _, sev := range []string{"PANIC:  ", "TRAP: ", "LOG:  "} {
+				if i := strings.Index(l, sev); i >= 0 {
+					return strings.TrimSpace(l[i:])
+				}
+			}
+			return strings.TrimSpace(l)
 		}
 	}
 	return ""

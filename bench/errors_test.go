@@ -10,11 +10,11 @@ import (
 
 func TestCrashLine(t *testing.T) {
 	for log, want := range map[string]string{
-		"LOG:  database system is ready\nLOG:  client backend (PID 42) was terminated by signal 6: Aborted\nDETAIL:  x": "LOG:  client backend (PID 42) was terminated by signal 6: Aborted",
-		"2026-11-30 LOG:  starting\n2026-11-30 PANIC:  could not locate a valid checkpoint record":                      "2026-11-30 PANIC:  could not locate a valid checkpoint record",
-		`TRAP: FailedAssertion("false", File: "postmaster.c", Line: 930, PID: 7)`:                                       `TRAP: FailedAssertion("false", File: "postmaster.c", Line: 930, PID: 7)`,
-		"FATAL:  invalid value for parameter \"shared_buffers\": \"lots\"":                                              "",
-		"LOG:  background worker \"logical replication launcher\" (PID 9) exited with exit code 1":                      "",
+		"LOG:  database system is ready\n2026-11-30 12:00:00 UTC [41] LOG:  client backend (PID 42) was terminated by signal 6: Aborted\nDETAIL:  x": "LOG:  client backend (PID 42) was terminated by signal 6: Aborted",
+		"2026-11-30 LOG:  starting\n2026-11-30 PANIC:  could not locate a valid checkpoint record":                                                   "PANIC:  could not locate a valid checkpoint record",
+		`TRAP: FailedAssertion("false", File: "postmaster.c", Line: 930, PID: 7)`:                                                                    `TRAP: FailedAssertion("false", File: "postmaster.c", Line: 930, PID: 7)`,
+		"FATAL:  invalid value for parameter \"shared_buffers\": \"lots\"":                                                                           "",
+		"LOG:  background worker \"logical replication launcher\" (PID 9) exited with exit code 1":                                                   "",
 	} {
 		if got := crashLine(log); got != want {
 			t.Errorf("crashLine(%q) = %q, want %q", log, got, want)
