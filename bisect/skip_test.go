@@ -58,13 +58,17 @@ func TestUnmeasurableSkipped(t *testing.T) {
 		// Failing on a later sample, after the search split around it.
 		{"crash on the third sample", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 3}, [][]int{{8, 9}}},
 		{"crash on the tenth sample", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 10}, [][]int{{8, 9}}},
+		// After the search split 8..16 further: that work is dropped.
+		{"crash after splits beyond it", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 17}, [][]int{{8, 9}}},
+		// In the check of the suspect 8..9: nothing is blamed.
+		{"crash during its check", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 50}, nil},
 		{"two crashing commits", history(33, nil, map[int]float64{20: 0.25}, nil), map[int]int{16: 1, 19: 1}, [][]int{{19, 20}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lab := newCrashLab(tt.h, 0.03, tt.crashFrom)
 			s := runHistory(t, tt.h, lab, lab, stats.LowerIsBetter)
-			if s.Outcome != OutcomeFound {
+			if want := map[bool]Outcome{true: OutcomeFound, false: OutcomeUnresolved}[tt.culprits != nil]; s.Outcome != want {
 				t.Fatalf("outcome %s (%s)\n%s", s.Outcome, s.Summary, eventLog(s))
 			}
 			var got [][]int
@@ -101,6 +105,12 @@ func TestUnmeasurableSkipped(t *testing.T) {
 						t.Errorf("log step of %d: note %q, server log %q", st.Order, st.Note, st.ServerLog)
 					}
 				}
+			}
+			if tt.culprits == nil {
+				if len(s.Unconfirmed) == 0 || !strings.Contains(s.Unconfirmed[0].Note, "could not be measured") {
+					t.Errorf("unconfirmed %+v: want the suspect whose check could not be measured\n%s", s.Unconfirmed, eventLog(s))
+				}
+				return
 			}
 			if len(skipped) == 0 {
 				t.Errorf("the finding's log shows no unmeasurable commit: %+v", f.Log)
