@@ -162,6 +162,12 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if ctx.Err() != nil {
 			return err
 		}
+		// Stopped before its log is read: the postmaster logs a crashed
+		// child when it reaps it, which it does before it exits, and a
+		// client sees its connection drop before that.
+		if c.running {
+			_ = c.stop(ctx, sc.Timeouts.Start)
+		}
 		return measureError(r.StateDir, c, t.Name, phase, err)
 	}
 	env := &stepEnv{c: c, clientBin: clientBin, progress: func(line string) {
