@@ -156,6 +156,20 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if err != nil {
 		return nil, err
 	}
+	// fail marks a failure of what ran on the cluster as unmeasurable,
+	// with the server log; a cancellation stays what it is.
+	fail := func(phase string, err error) error {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Stopped before its log is read: the postmaster logs a crashed
+		// child when it reaps it, which it does before it exits, and a
+		// client sees its connection drop before that.
+		if c.running {
+			_ = c.stop(ctx, sc.Timeouts.Start)
+		}
+		return measureError(r.StateDir, c, t.Name, phase, err)
+	}
 	env := &stepEnv{c: c, clientBin: clientBin, progress: func(line string) {
 		if strings.HasPrefix(line, "progress:") {
 			r.progressf("  [%s] %s", label, line)
@@ -167,26 +181,26 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		err := c.initdb(ictx, exp.initdb, exp.settings)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			return nil, fail("initdb", err)
 		}
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			return nil, fail("start", err)
 		}
 		if _, err := r.phase(ctx, env, "setup", exp.setup, sc.Timeouts.Setup, label); err != nil {
-			return nil, err
+			return nil, fail("setup", err)
 		}
 		c.setupOK = true
 	}
 	cachesDropped := false
 	if sc.Lifecycle == Restart || sc.DropCaches {
 		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
-			return nil, err
+			return nil, fail("stop", err)
 		}
 		if sc.DropCaches {
 			cachesDropped = r.dropCaches()
 		}
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			return nil, fail("start", err)
 		}
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
@@ -200,24 +214,29 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	for i := 0; i < sc.Warmup; i++ {
 		if _, err := r.phase(ctx, env, fmt.Sprintf("warmup %d/%d", i+1, sc.Warmup), exp.workload, sc.Timeouts.Workload, label); err != nil {
-			return nil, err
+			return nil, fail("warmup", err)
 		}
 	}
 	results, err := r.phase(ctx, env, "workload", exp.workload, sc.Timeouts.Workload, label)
 	if err != nil {
-		return nil, err
+		return nil, fail("workload", err)
 	}
 	if err := c.serverInfo(ctx, &s.Env); err != nil {
-		return nil, fmt.Errorf("target %s: reading server settings: %w", t.Name, err)
+		return nil, fail("settings", fmt.Errorf("reading server settings: %w", err))
 	}
 	if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
-		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		return nil, fail("stop", err)
+	}
+	// A server process that crashed and was restarted (crash recovery) may
+	// leave the workload none the wiser, but the sample measured recovery.
+	if line := crashLine(c.logTail(1 << 20)); line != "" {
+		return nil, fail("workload", fmt.Errorf("a server process crashed during the sample: %s", line))
 	}
 	for _, m := range sc.metrics {
 		res := results[m.Step]
 		v, have := res.values[m.Value]
 		if !have {
-			return nil, fmt.Errorf("metric %s: step %s gave no %s value%s", m.Name, m.Step, m.Value, missingHint(m.Value, res))
+			return nil, fail("metrics", fmt.Errorf("metric %s: step %s gave no %s value%s", m.Name, m.Step, m.Value, missingHint(m.Value, res)))
 		}
 		s.Values[m.Name] = v * m.scale
 	}

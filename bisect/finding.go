@@ -130,7 +130,7 @@ func (s *State) log(commit func(int) notify.Commit) []notify.Step {
 	}
 	idx := slices.Clone(s.Points)
 	for i, c := range s.Commits {
-		if b := s.Builds[c.Key]; b != nil && b.Broken && !c.NoCompile && !slices.Contains(idx, i) {
+		if s.skipped(i) && !c.NoCompile && !slices.Contains(idx, i) {
 			idx = append(idx, i)
 		}
 	}
@@ -141,6 +141,11 @@ func (s *State) log(commit func(int) notify.Commit) []notify.Step {
 		st := notify.Step{Commit: commit(i), Order: i}
 		if b := s.Builds[c.Key]; b != nil && b.Broken {
 			st.Verdict, st.Note = notify.StepUnbuildable, b.Reason
+			steps = append(steps, st)
+			continue
+		}
+		if b := s.Builds[c.Key]; b != nil && b.Unmeasurable {
+			st.Verdict, st.Note, st.ServerLog = notify.StepUnmeasurable, b.Reason, b.ServerLog
 			steps = append(steps, st)
 			continue
 		}

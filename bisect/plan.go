@@ -40,13 +40,12 @@ type Action struct {
 // must be called again after each result is recorded.
 func (s *State) Next(now time.Time) Action {
 	for {
+		if n := len(s.Commits) - 1; s.Phase != PhaseDone && (s.skipped(0) || s.skipped(n)) {
+			s.finishBroken(now)
+			continue
+		}
 		switch s.Phase {
 		case PhaseEndpoints:
-			n := len(s.Commits) - 1
-			if s.broken(0) || s.broken(n) {
-				s.finishBroken(now)
-				continue
-			}
 			act, ok := s.judgePair(0, now)
 			if !ok {
 				return act
@@ -131,7 +130,7 @@ func (s *State) force(k int, now time.Time) bool {
 	}
 	var kids []int
 	for c := k + 1; c < len(s.Pairs); c++ {
-		if s.Pairs[c].Parent == k {
+		if s.Pairs[c].Parent == k && !s.Pairs[c].Dropped {
 			kids = append(kids, c)
 		}
 	}
@@ -158,10 +157,10 @@ func (s *State) force(k int, now time.Time) bool {
 	return true
 }
 
-// pairIndex returns the index of the latest pair (l, r).
+// pairIndex returns the index of the latest pair (l, r) not dropped.
 func (s *State) pairIndex(l, r int) int {
 	for k := len(s.Pairs) - 1; k >= 0; k-- {
-		if s.Pairs[k].Left == l && s.Pairs[k].Right == r {
+		if s.Pairs[k].Left == l && s.Pairs[k].Right == r && !s.Pairs[k].Dropped {
 			return k
 		}
 	}
@@ -182,7 +181,7 @@ func (s *State) candidates(l, r int) []int {
 
 // midpoint returns the commit strictly between l and r to measure next: the
 // one that splits the candidates of (l, r] most evenly among those that
-// may build and whose build differs from both ends. It reports false when
+// may build and be measured, and whose build differs from both ends. It reports false when
 // there is none, that is when l and r are adjacent as far as measuring can
 // tell.
 func (s *State) midpoint(l, r int) (int, bool) {
@@ -195,7 +194,7 @@ func (s *State) midpoint(l, r int) (int, bool) {
 			continue
 		}
 		left++
-		if s.broken(i) || c.Key == kl || c.Key == kr {
+		if s.skipped(i) || c.Key == kl || c.Key == kr {
 			continue
 		}
 		if d := abs(2*left - total); d < bestD {
@@ -272,6 +271,12 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	if ch.Verdict != VerdictPending {
 		return Action{}, true
 	}
+	l, r := s.Commits[ch.Left], s.Commits[ch.Right]
+	if s.skipped(ch.Left) || s.skipped(ch.Right) {
+		ch.Verdict = VerdictUnmeasurable
+		s.logf(now, "check", r.Hash, "re-verify %s against %s: cannot be measured any more, nothing blamed", r.Short(), l.Short())
+		return Action{}, true
+	}
 	th := s.Inputs.Thresholds
 	th.Alpha = ch.Alpha
 	th.MaxSamples *= CheckBudget
@@ -282,7 +287,6 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	}
 	ch.Verdict = verdictOf(c.Verdict)
 	ch.Result = resultOf(*c)
-	l, r := s.Commits[ch.Left], s.Commits[ch.Right]
 	s.logf(now, "check", r.Hash, "re-verify %s against %s with fresh samples (alpha %.3g): %s, %s", r.Short(), l.Short(), ch.Alpha, ch.Verdict, ch.Result)
 	return Action{}, true
 }
@@ -363,6 +367,11 @@ func (s *State) startChecks(now time.Time) {
 func (s *State) finish(now time.Time) {
 	for _, ch := range s.Checks {
 		rg := Range{Parent: ch.Left, First: ch.Left + 1, Last: ch.Right, Result: ch.Result}
+		if ch.Verdict == VerdictUnmeasurable {
+			rg.Note = "the search judged it a regression but a commit of its check could not be measured any more"
+			s.Unconfirmed = append(s.Unconfirmed, rg)
+			continue
+		}
 		if ch.Verdict != VerdictRegression {
 			rg.Note = fmt.Sprintf("the search judged it a regression but fresh samples did not confirm it (%s)", ch.Verdict)
 			s.Unconfirmed = append(s.Unconfirmed, rg)
@@ -371,7 +380,7 @@ func (s *State) finish(now time.Time) {
 		cands := s.candidates(ch.Left, ch.Right)
 		rg.First, rg.Last = cands[0], cands[len(cands)-1]
 		if len(cands) > 1 {
-			rg.Note = fmt.Sprintf("%d candidate commits: the commits between do not build, so the culprit cannot be told apart", len(cands))
+			rg.Note = fmt.Sprintf("%d candidate commits: the commits between %s, so the culprit cannot be told apart", len(cands), s.skipWhy(cands[:len(cands)-1]))
 		}
 		s.Culprits = append(s.Culprits, Culprit{Range: rg, Candidates: cands, Search: s.Pairs[s.pairIndex(ch.Left, ch.Right)].Result})
 	}
@@ -419,12 +428,12 @@ func (s *State) unresolved() []Range {
 		out = append(out, Range{Parent: p.Left, First: p.Left + 1, Last: p.Right, Result: p.Result, Note: note})
 	}
 	for k, p := range s.Pairs {
-		if !p.followed() {
+		if !p.followed() || p.Dropped {
 			continue
 		}
 		same := 0
 		for c := k + 1; c < len(s.Pairs); c++ {
-			if s.Pairs[c].Parent == k && s.Pairs[c].Verdict == VerdictSame && !s.Pairs[c].Forced {
+			if s.Pairs[c].Parent == k && s.Pairs[c].Verdict == VerdictSame && !s.Pairs[c].Forced && !s.Pairs[c].Dropped {
 				same++
 			}
 		}
@@ -433,7 +442,7 @@ func (s *State) unresolved() []Range {
 		}
 	}
 	for _, ch := range s.Checks {
-		if ch.Verdict == VerdictRegression {
+		if ch.Verdict == VerdictRegression || ch.Verdict == VerdictUnmeasurable {
 			continue
 		}
 		k := s.pairIndex(ch.Left, ch.Right)
@@ -465,12 +474,17 @@ func (s *State) finishEndpoints(now time.Time, o Outcome) {
 func (s *State) finishBroken(now time.Time) {
 	s.Outcome = OutcomeBroken
 	var which []string
+	what := "does not build"
 	for _, i := range []int{0, len(s.Commits) - 1} {
-		if s.broken(i) {
-			which = append(which, fmt.Sprintf("%s (%s)", s.Commits[i].Short(), s.Builds[s.Commits[i].Key].Reason))
+		if s.skipped(i) {
+			b := s.Builds[s.Commits[i].Key]
+			which = append(which, fmt.Sprintf("%s (%s)", s.Commits[i].Short(), b.Reason))
+			if b.Unmeasurable {
+				what = "cannot be measured"
+			}
 		}
 	}
-	s.Summary = "cannot bisect: an endpoint does not build: " + strings.Join(which, ", ")
+	s.Summary = fmt.Sprintf("cannot bisect: an endpoint %s: %s", what, strings.Join(which, ", "))
 	s.done(now)
 }
 

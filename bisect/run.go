@@ -20,7 +20,10 @@ type Builder interface {
 }
 
 // Measurer takes one sample of the bisection's metric at its point on a
-// build: one workload run on a freshly started server.
+// build: one workload run on a freshly started server. A build that cannot
+// be measured gives an error for which errors.Is(err, ErrUnmeasurable)
+// holds, best an *UnmeasurableError; it is skipped. Any other error stops
+// the bisection, which can be resumed.
 type Measurer interface {
 	Measure(ctx context.Context, t Target) (float64, error)
 }
@@ -42,6 +45,34 @@ type BrokenError struct {
 
 func (e *BrokenError) Error() string        { return "commit does not build: " + e.Reason }
 func (e *BrokenError) Is(target error) bool { return target == ErrBroken }
+
+// ErrUnmeasurable marks a commit that builds but cannot be measured.
+var ErrUnmeasurable = errors.New("commit cannot be measured")
+
+// UnmeasurableError is a sample that failed on a build: initdb failed, the
+// server did not start or crashed, or the workload failed on it.
+type UnmeasurableError struct {
+	Reason    string // one line: what failed
+	ServerLog string // the tail of the server log
+	LogPath   string // the whole server log, if kept
+}
+
+func (e *UnmeasurableError) Error() string        { return "commit cannot be measured: " + e.Reason }
+func (e *UnmeasurableError) Is(target error) bool { return target == ErrUnmeasurable }
+
+// ScenarioError is returned by Run when neither endpoint can be measured:
+// the scenario, not a build, is broken. Nothing of it is recorded, so the
+// bisection can be run again once the scenario is fixed.
+type ScenarioError struct {
+	Good, Bad string // short hashes
+	// GoodErr and BadErr are the endpoints' failures.
+	GoodErr, BadErr *UnmeasurableError
+}
+
+func (e *ScenarioError) Error() string {
+	return fmt.Sprintf("the scenario cannot be measured on either endpoint, so the scenario (not a commit) is at fault: fix it and run again:\n"+
+		"  good %s: %s\n  bad %s: %s\nserver log of %s:\n%s", e.Good, e.GoodErr.Reason, e.Bad, e.BadErr.Reason, e.Bad, e.BadErr.ServerLog)
+}
 
 // Engine runs a bisection: it asks State.Next what to do, does it through
 // its Builder and Measurer, records the result and saves the State.
@@ -89,10 +120,18 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 		if act.Kind == ActSample && t != nil {
 			start := now()
 			v, err := e.Measurer.Measure(ctx, t)
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return ctx.Err() // interrupted: nothing is recorded
+			case errors.Is(err, ErrUnmeasurable):
+				if err := e.unmeasurable(ctx, s, act, unmeasurableOf(err), now); err != nil {
+					return err
+				}
+			case err != nil:
 				return fmt.Errorf("measuring %s: %w", c.Short(), err)
+			default:
+				s.Record(act, v, now().Sub(start))
 			}
-			s.Record(act, v, now().Sub(start))
 			s.Updated = now()
 		}
 		if err := e.save(ctx, s); err != nil {
@@ -108,7 +147,7 @@ func (e *Engine) target(ctx context.Context, s *State, i int, now func() time.Ti
 	if t, ok := e.targets[c.Key]; ok {
 		return t, nil
 	}
-	if b := s.Builds[c.Key]; b != nil && b.Broken {
+	if s.skipped(i) {
 		return nil, nil
 	}
 	hash := s.keyOwner(i)
@@ -139,6 +178,51 @@ func (e *Engine) target(ctx context.Context, s *State, i int, now func() time.Ti
 	}
 	e.targets[c.Key] = t
 	return t, nil
+}
+
+// unmeasurable records that the commit of act cannot be measured. At an
+// endpoint, while the endpoints are compared, it first measures the other
+// endpoint: when that fails too, the scenario is at fault and Run stops
+// with a *ScenarioError, recording nothing.
+func (e *Engine) unmeasurable(ctx context.Context, s *State, act Action, u *UnmeasurableError, now func() time.Time) error {
+	n := len(s.Commits) - 1
+	if s.Phase == PhaseEndpoints && (act.Commit == 0 || act.Commit == n) {
+		other := n - act.Commit
+		if len(s.Samples[s.Commits[other].Key]) == 0 {
+			t, err := e.target(ctx, s, other, now)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				start := now()
+				v, err := e.Measurer.Measure(ctx, t)
+				switch {
+				case err != nil && ctx.Err() != nil:
+					return ctx.Err()
+				case errors.Is(err, ErrUnmeasurable):
+					se := &ScenarioError{Good: s.Commits[0].Short(), Bad: s.Commits[n].Short(), GoodErr: u, BadErr: unmeasurableOf(err)}
+					if act.Commit == n {
+						se.GoodErr, se.BadErr = se.BadErr, se.GoodErr
+					}
+					return se
+				case err != nil:
+					return fmt.Errorf("measuring %s: %w", s.Commits[other].Short(), err)
+				}
+				s.Record(Action{Kind: ActSample, Commit: other, Pair: 0, Check: -1}, v, now().Sub(start))
+			}
+		}
+	}
+	s.MarkUnmeasurable(act.Commit, u, now())
+	return nil
+}
+
+// unmeasurableOf returns err's *UnmeasurableError, or one made of its text.
+func unmeasurableOf(err error) *UnmeasurableError {
+	var u *UnmeasurableError
+	if errors.As(err, &u) {
+		return u
+	}
+	return &UnmeasurableError{Reason: err.Error()}
 }
 
 // keyOwner returns the hash to build for commit i's key: the oldest commit

@@ -146,13 +146,22 @@ func (c Commit) Short() string {
 	return c.Hash
 }
 
-// BuildResult is the outcome of building one key.
+// BuildResult is the outcome of building one key, and of measuring it
+// when that failed.
 type BuildResult struct {
-	Hash     string        `json:"hash"` // the commit built for the key
-	Broken   bool          `json:"broken,omitempty"`
-	Reason   string        `json:"reason,omitempty"` // why it is broken
-	LogPath  string        `json:"log_path,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Hash   string `json:"hash"` // the commit built for the key
+	Broken bool   `json:"broken,omitempty"`
+	// Unmeasurable is set when the key builds but a sample on it failed
+	// (initdb, start, a crash, a workload error the build causes). Like a
+	// broken key it is skipped, never measured again and never blamed.
+	Unmeasurable bool   `json:"unmeasurable,omitempty"`
+	Reason       string `json:"reason,omitempty"` // why it is broken or unmeasurable
+	// LogPath is the build log of a broken key, the server log of an
+	// unmeasurable one.
+	LogPath string `json:"log_path,omitempty"`
+	// ServerLog is the tail of the server log of an unmeasurable key.
+	ServerLog string        `json:"server_log,omitempty"`
+	Duration  time.Duration `json:"duration"`
 }
 
 // Phase is a stage of the search.
@@ -178,7 +187,8 @@ const (
 	// OutcomeUnresolved: the endpoints differ, but no culprit survived the
 	// search and its checks; the report lists the ranges left.
 	OutcomeUnresolved Outcome = "unresolved"
-	// OutcomeBroken: an endpoint does not build.
+	// OutcomeBroken: an endpoint does not build, or builds but cannot be
+	// measured while the other endpoint can.
 	OutcomeBroken Outcome = "broken-endpoint"
 )
 
@@ -192,6 +202,9 @@ const (
 	VerdictRegression   Verdict = "regression"
 	VerdictImprovement  Verdict = "improvement"
 	VerdictInconclusive Verdict = "inconclusive"
+	// VerdictUnmeasurable: a check whose side became unmeasurable; it
+	// blames nothing.
+	VerdictUnmeasurable Verdict = "unmeasurable"
 )
 
 // Pair is the comparison of two points of the search, Left older than
@@ -216,6 +229,10 @@ type Pair struct {
 	// was chosen to follow. A forced pair is searched like a regression,
 	// but only a check with fresh samples can make a culprit of it.
 	Forced bool `json:"forced,omitempty"`
+	// Dropped is set when a point inside or at the end of the pair turned
+	// out to be unmeasurable: the pair is forgotten, and the pair it was
+	// split from is split again elsewhere (see MarkUnmeasurable).
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // Check re-verifies a suspect: the commits Right back to Left+1 hold a
@@ -264,7 +281,7 @@ type Range struct {
 }
 
 // Culprit is a confirmed culprit: a single commit, or a range of candidates
-// when skipped (broken) commits border it.
+// when skipped commits (that do not build or cannot be measured) border it.
 type Culprit struct {
 	Range
 	// Candidates are the commits that may hold the change (indices into
@@ -281,7 +298,7 @@ func (c Culprit) Exact() bool { return len(c.Candidates) == 1 }
 // Event is one line of the bisection log.
 type Event struct {
 	Time    time.Time `json:"time"`
-	Kind    string    `json:"kind"` // build, broken, verdict, split, check, culprit, outcome, resume
+	Kind    string    `json:"kind"` // build, broken, unmeasurable, verdict, split, check, culprit, outcome, resume
 	Commit  string    `json:"commit,omitempty"`
 	Message string    `json:"message"`
 }
@@ -357,8 +374,9 @@ func (s *State) logf(now time.Time, kind, commit, format string, args ...any) {
 	s.Events = append(s.Events, Event{Time: now, Kind: kind, Commit: commit, Message: fmt.Sprintf(format, args...)})
 }
 
-// broken reports whether commit i is known not to build.
-func (s *State) broken(i int) bool {
+// skipped reports whether commit i is known not to build or not to be
+// measurable.
+func (s *State) skipped(i int) bool {
 	b := s.Builds[s.Commits[i].Key]
-	return b != nil && b.Broken
+	return b != nil && (b.Broken || b.Unmeasurable)
 }

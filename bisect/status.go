@@ -72,6 +72,9 @@ func (s *State) Status(act Action, now time.Time) Status {
 		st.Done, st.Of = len(ch.A)+len(ch.B), 2*ch.Target
 	}
 	for _, p := range s.Pairs {
+		if p.Dropped {
+			continue
+		}
 		if p.Verdict != VerdictPending {
 			st.Verdicts++
 		}

@@ -207,9 +207,10 @@ type Side struct {
 // Step is one entry of the bisection log.
 type Step struct {
 	Commit Commit `json:"commit"`
-	// Verdict is "good", "bad", "skipped", "unbuildable", "no-compile"
-	// (changes nothing compiled, shares its parent's build) or
-	// "inconclusive".
+	// Verdict is "good", "bad", "skipped", "unbuildable", "unmeasurable"
+	// (builds, but a sample on it failed: initdb, start, a crash, the
+	// workload), "no-compile" (changes nothing compiled, shares its
+	// parent's build) or "inconclusive".
 	Verdict string  `json:"verdict"`
 	Median  float64 `json:"median,omitempty"`
 	N       int     `json:"n,omitempty"`
@@ -218,6 +219,8 @@ type Step struct {
 	Samples []float64 `json:"samples,omitempty"`
 	// Note is a short remark: the tail of a build error, "re-verified".
 	Note string `json:"note,omitempty"`
+	// ServerLog is the tail of the server log of an unmeasurable commit.
+	ServerLog string `json:"server_log,omitempty"`
 	// Order is the commit's position in the range, oldest first, so the
 	// plot can place commits in history order whatever order they were
 	// measured in.
@@ -230,6 +233,7 @@ const (
 	StepBad          = "bad"
 	StepSkipped      = "skipped"
 	StepUnbuildable  = "unbuildable"
+	StepUnmeasurable = "unmeasurable"
 	StepNoCompile    = "no-compile"
 	StepInconclusive = "inconclusive"
 )

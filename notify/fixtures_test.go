@@ -213,6 +213,39 @@ func noRegression() *Finding {
 	}
 }
 
+// unmeasurableCulprit is a regression whose culprit sits next to a commit
+// that builds but whose server crashes at start: the crashing commit is
+// skipped, the culprit becomes a range of the two, and the report shows
+// the crashing commit's server log.
+func unmeasurableCulprit() *Finding {
+	c := cmp("copy_time", "s", LowerIsBetter, "", 0.402, 0.611, 0.02, 10, 0.0002, "regression")
+	crash := commit("8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b", "postmaster: PANIC at start", "A. Hacker <hacker@example.org>", 13)
+	f := &Finding{
+		ID: "20260204T020000Z-copy-single-c24e9ef330", Kind: Regression, Branch: "master", Scenario: "copy-single",
+		Metric: "copy_time", Unit: "s", Direction: LowerIsBetter,
+		Good: cGood, Bad: cBad,
+		Culprits: []Culprit{{Commit: c9f, Parent: c9fP, Range: []Commit{crash, c9f}, Verified: true,
+			Comparisons: []Comparison{c}}},
+		Comparisons: []Comparison{cmp("copy_time", "s", LowerIsBetter, "", 0.401, 0.612, 0.02, 10, 0.0001, "regression")},
+		Log: []Step{
+			step(cGood, 0, StepGood, 0.401, 10, 1),
+			step(c9fP, 5, StepGood, 0.402, 10, 2),
+			step(crash, 6, StepUnmeasurable, 0, 0, 0),
+			step(c9f, 7, StepBad, 0.611, 10, 3),
+			step(cBad, 9, StepBad, 0.612, 10, 4),
+		},
+		Env: env(), Build: buildInfo(),
+		Reproduce: "pgbisect bisect -s copy-single --good 4b15868b69 --bad c24e9ef330",
+		Started:   t0.Add(5 * 24 * time.Hour), Finished: t0.Add(5*24*time.Hour + 31*time.Minute),
+		Builds: 4, Samples: 60,
+		Warnings: []string{"1 culprit(s) of the copy_time regression (lower is better), worst first: 8a9b0c1d2e..9f8377f7a2 (copy_time +52.4%)"},
+	}
+	f.Log[2].Note = "the server crashed (start): PANIC:  pgbisect test: crash at start"
+	f.Log[2].ServerLog = "2026-02-04 02:11:09.118 UTC [4242] LOG:  starting PostgreSQL 15.18\n" +
+		"2026-02-04 02:11:09.120 UTC [4242] PANIC:  pgbisect test: crash at start"
+	return f
+}
+
 var fixtures = []struct {
 	name string
 	f    func() *Finding
@@ -222,4 +255,5 @@ var fixtures = []struct {
 	{"improvement", improvement},
 	{"no-regression", noRegression},
 	{"regression-tps", tpsCulprit},
+	{"regression-unmeasurable", unmeasurableCulprit},
 }

@@ -66,7 +66,7 @@ func build(f *Finding, st style, o Options) doc {
 		}
 		var items []string
 		for _, c := range f.Culprits {
-			items = append(items, culpritText(c, st))
+			items = append(items, culpritText(c, st, skipPhrase(f)))
 		}
 		s.blocks = append(s.blocks, list{items: items, ordered: len(items) > 1})
 		d.sections = append(d.sections, s)
@@ -101,6 +101,9 @@ func build(f *Finding, st style, o Options) doc {
 
 	if len(f.Log) > 0 {
 		d.sections = append(d.sections, logSection(f, st))
+	}
+	if s, ok := serverLogSection(f, st); ok {
+		d.sections = append(d.sections, s)
 	}
 
 	if len(f.Plots) > 0 {
@@ -172,7 +175,7 @@ func verdict(f *Finding, st style) string {
 		}
 		return s + ", so there is nothing to bisect."
 	case BuildFailure:
-		return fmt.Sprintf("%s the commits needed to decide %s %s do not build; the bisection log shows which.", st.bold("Build failure:"), st.esc(f.Scenario), where)
+		return fmt.Sprintf("%s the commits needed to decide %s %s %s; the bisection log shows which.", st.bold("Build failure:"), st.esc(f.Scenario), where, skipPhrase(f))
 	case Inconclusive:
 		s := fmt.Sprintf("%s the sample budget ran out before %s could be called same or different %s", st.bold("Inconclusive:"), st.esc(f.Scenario), where)
 		if c := mainComparison(f.Comparisons, ""); c != nil {
@@ -221,11 +224,29 @@ func commitRef(c Commit, st style) string {
 	return st.link(st.code(keyHash(c)), c.URL)
 }
 
-// culpritText describes a culprit in the culprit list.
-func culpritText(c Culprit, st style) string {
+// skipPhrase says why the log skipped commits: "do not build", "cannot be
+// measured", or both.
+func skipPhrase(f *Finding) string {
+	var broken, unmeasurable bool
+	for _, s := range f.Log {
+		broken = broken || s.Verdict == StepUnbuildable
+		unmeasurable = unmeasurable || s.Verdict == StepUnmeasurable
+	}
+	switch {
+	case broken && unmeasurable:
+		return "do not build or cannot be measured"
+	case unmeasurable:
+		return "cannot be measured"
+	}
+	return "do not build"
+}
+
+// culpritText describes a culprit in the culprit list; why says why the
+// commits around a range were skipped (skipPhrase).
+func culpritText(c Culprit, st style, why string) string {
 	if c.IsRange() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "One of %d commits; the commits around them do not build, so the range cannot be narrowed:", len(c.Range))
+		fmt.Fprintf(&b, "One of %d commits; the commits around them %s, so the range cannot be narrowed:", len(c.Range), why)
 		for _, r := range c.Range {
 			b.WriteString("\n" + commitLine(r, st))
 		}
@@ -346,6 +367,24 @@ func logSection(f *Finding, st style) section {
 	}
 	s.blocks = append(s.blocks, t)
 	return s
+}
+
+// serverLogSection shows the tail of the server log of every commit of the
+// log that could not be measured: what failed is in it (a PANIC, a failed
+// assertion, a FATAL at start).
+func serverLogSection(f *Finding, st style) (section, bool) {
+	s := section{heading: "Server logs of commits that could not be measured"}
+	for _, step := range f.Log {
+		if step.ServerLog == "" {
+			continue
+		}
+		line := commitRef(step.Commit, st) + " " + st.esc(firstLine(step.Commit.Subject))
+		if step.Note != "" {
+			line += ": " + st.esc(step.Note)
+		}
+		s.blocks = append(s.blocks, para{line}, code{"", step.ServerLog})
+	}
+	return s, len(s.blocks) > 0
 }
 
 func envPairs(e Environment, st style) [][2]string {

@@ -492,6 +492,10 @@ type bisectMeasurer struct {
 func (m *bisectMeasurer) Measure(ctx context.Context, target bisect.Target) (float64, error) {
 	t := target.(bisectTarget)
 	s, err := m.runner.Run(ctx, m.sc, t.Target, m.point)
+	var me *bench.MeasureError
+	if errors.As(err, &me) {
+		return 0, &bisect.UnmeasurableError{Reason: me.Reason(), ServerLog: me.LogTail, LogPath: me.LogPath}
+	}
 	if err != nil {
 		return 0, err
 	}
