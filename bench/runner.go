@@ -87,6 +87,7 @@ type Runner struct {
 	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
+	servers      servers // each target's postgres, described (check.go)
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
@@ -162,9 +163,13 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 	}}
 	if !c.setupOK {
+		settings, err := r.serverSettings(ctx, sc, t, u, exp, c.ownSettings())
+		if err != nil {
+			return nil, err
+		}
 		r.progressf("  [%s] initdb %s", label, c.dir)
 		ictx, cancel := context.WithTimeout(ctx, sc.Timeouts.Start)
-		err := c.initdb(ictx, exp.initdb, exp.settings)
+		err = c.initdb(ictx, exp.initdb, settings)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
