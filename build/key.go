@@ -30,11 +30,18 @@ func keyFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[st
 	if err != nil {
 		return Key{}, err
 	}
-	t, err := readTree(r, k.Source)
-	if err != nil {
-		return Key{}, err
+	// memo also holds the options hash of each source tree, under a key
+	// that cannot be a commit hash.
+	h, ok := memo["options "+k.Source]
+	if !ok {
+		t, err := readTree(r, k.Source)
+		if err != nil {
+			return Key{}, err
+		}
+		h = opts.ForTree(t).Hash()
+		memo["options "+k.Source] = h
 	}
-	k.ID = k.Source + "-" + opts.ForTree(t).Hash()
+	k.ID = k.Source + "-" + h
 	return k, nil
 }
 
