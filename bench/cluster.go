@@ -144,7 +144,7 @@ func (c *cluster) bin(name string) string { return filepath.Join(c.binDir, name)
 // initdb creates the data directory and writes the scenario's settings and
 // the private connection settings into postgresql.conf.
 func (c *cluster) initdb(ctx context.Context, opts []string, settings map[string]string) error {
-	args := []string{"-D", c.dataDir, "-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"}
+	args := append([]string{"-D", c.dataDir}, initdbFlags...)
 	args = append(args, opts...)
 	if out, err := c.run(ctx, c.bin("initdb"), args...); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, tail(out, 20))

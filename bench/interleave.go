@@ -26,9 +26,13 @@ func InterleaveOrder(targets, perTarget int) []int {
 
 // Interleave runs perTarget samples of every target at pt in
 // InterleaveOrder and hands each sample to onSample as soon as it is
-// measured (so callers can save state between samples). It stops at the
-// first error, from a sample or from onSample.
+// measured (so callers can save state between samples). It first checks
+// the scenario's settings against every target's server (Runner.Check),
+// then stops at the first error, from a sample or from onSample.
 func Interleave(ctx context.Context, r *Runner, sc *Scenario, targets []Target, pt Point, perTarget int, onSample func(Sample) error) error {
+	if err := r.Check(ctx, sc, targets, pt); err != nil {
+		return err
+	}
 	for _, i := range InterleaveOrder(len(targets), perTarget) {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -92,7 +92,7 @@ func positioned(data []byte, err error) error {
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // knownKeys are every key of the format, for "did you mean" hints.
-var knownKeys = []string{"name", "description", "variables", "initdb", "settings", "lifecycle",
+var knownKeys = []string{"name", "description", "variables", "initdb", "settings", "settings_by_version", "lifecycle",
 
 	"drop_caches", "warmup", "timeouts", "start", "setup", "workload", "matrix", "metrics",
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
@@ -194,6 +194,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 				steps[st.Name] = st
 			}
 		}
+	}
+	if err := s.validateByVersion(); err != nil {
+		return err
 	}
 	if err := s.validateTemplates(); err != nil {
 		return err

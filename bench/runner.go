@@ -87,6 +87,7 @@ type Runner struct {
 	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
+	servers      servers // each target's postgres, described (check.go)
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
@@ -176,9 +177,19 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 	}}
 	if !c.setupOK {
+		settings, err := r.serverSettings(ctx, sc, t, u, exp, c.ownSettings())
+		if se := (*SettingError)(nil); errors.As(err, &se) {
+			// This build's server rejects the scenario: inside a bisection's
+			// range the commit is skipped, at both endpoints it is a
+			// scenario error.
+			return nil, fail("settings", err)
+		}
+		if err != nil {
+			return nil, err
+		}
 		r.progressf("  [%s] initdb %s", label, c.dir)
 		ictx, cancel := context.WithTimeout(ctx, sc.Timeouts.Start)
-		err := c.initdb(ictx, exp.initdb, exp.settings)
+		err = c.initdb(ictx, exp.initdb, settings)
 		cancel()
 		if err != nil {
 			return nil, fail("initdb", err)

@@ -50,6 +50,11 @@ type Scenario struct {
 	// Settings are server settings (GUCs) written to postgresql.conf
 	// (values templated).
 	Settings map[string]any `yaml:"settings"`
+	// SettingsByVersion maps server version constraints ("<10",
+	// ">=9.6 <13") to settings applied over Settings on servers whose
+	// version satisfies them, in file order; a null value leaves a
+	// setting out. See docs/scenarios.md. Default: none.
+	SettingsByVersion yaml.MapSlice `yaml:"settings_by_version"`
 	// Lifecycle is Fresh or Restart. Default: fresh.
 	Lifecycle string `yaml:"lifecycle"`
 	// DropCaches drops the OS page cache before each sample's workload
@@ -77,6 +82,7 @@ type Scenario struct {
 	vars    map[string]string // defaults with overrides applied
 	axes    []axis            // the matrix, in file order
 	metrics []Metric
+	byVer   []versionSpec // SettingsByVersion, parsed
 	ast     *ast.File
 }
 

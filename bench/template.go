@@ -81,6 +81,13 @@ func (s *Scenario) validateTemplates() error {
 		}
 		check("$.settings."+k, str)
 	}
+	for _, sec := range s.byVer {
+		for k, v := range sec.values {
+			if v != nil {
+				check(sec.path+"."+k, *v)
+			}
+		}
+	}
 	return first
 }
 
@@ -210,17 +217,31 @@ func (s *Scenario) expand(pt Point, runtime map[string]string) (*expanded, error
 		exec("$.settings."+k, &str)
 		settings[k] = str
 	}
+	var byVersion []versionSection
+	for _, sec := range s.byVer {
+		vs := versionSection{constraint: sec.constraint, where: s.where(sec.path), settings: map[string]*string{}}
+		for k, v := range sec.values {
+			if v != nil {
+				str := *v
+				exec(sec.path+"."+k, &str)
+				v = &str
+			}
+			vs.settings[k] = v
+		}
+		byVersion = append(byVersion, vs)
+	}
 	if first != nil {
 		return nil, first
 	}
-	return &expanded{initdb: c.Initdb, settings: settings, setup: c.Setup, workload: c.Workload}, nil
+	return &expanded{initdb: c.Initdb, settings: settings, byVersion: byVersion, setup: c.Setup, workload: c.Workload}, nil
 }
 
 type expanded struct {
-	initdb   []string
-	settings map[string]string
-	setup    []Step
-	workload []Step
+	initdb    []string
+	settings  map[string]string
+	byVersion []versionSection // settings_by_version, applied per server
+	setup     []Step
+	workload  []Step
 }
 
 func cloneSteps(steps []Step) []Step {

@@ -72,10 +72,16 @@ func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install,
 			return nil, e
 		}
 	}
-	if err := b.preflight(ctx); err != nil {
+	tree, err := readTree(b.repo, key.Source)
+	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{b.locksDir(), b.failedDir(), b.tmpDir(), b.logsDir(), filepath.Dir(b.worktree().dir)} {
+	o := b.opts.ForTree(tree)
+	if err := b.preflight(ctx, o); err != nil {
+		return nil, err
+	}
+	wt := b.worktreeFor(o)
+	for _, d := range []string{b.locksDir(), b.failedDir(), b.tmpDir(), b.logsDir(), filepath.Dir(wt.dir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("state directory: %w", err)
 		}
@@ -95,17 +101,17 @@ func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install,
 		}
 	}
 	b.cleanStaleTmp()
-	unlockWT, err := b.lock(ctx, b.worktree().dir+".lock", "the worktree "+b.worktree().dir)
+	unlockWT, err := b.lock(ctx, wt.dir+".lock", "the worktree "+wt.dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlockWT()
-	if n := killStrays(b.worktree().dir); n > 0 {
-		fmt.Fprintf(b.progress, "killed %d processes left running in %s by an earlier pgbisect\n", n, b.worktree().dir)
-		b.log.Warn("killed stray build processes", slog.Int("count", n), slog.String("worktree", b.worktree().dir))
+	if n := killStrays(wt.dir); n > 0 {
+		fmt.Fprintf(b.progress, "killed %d processes left running in %s by an earlier pgbisect\n", n, wt.dir)
+		b.log.Warn("killed stray build processes", slog.Int("count", n), slog.String("worktree", wt.dir))
 	}
 
-	inst, err := b.buildTimed(ctx, key)
+	inst, err := b.buildTimed(ctx, key, tree, o, wt)
 	var be *Error
 	if errors.As(err, &be) {
 		b.recordFailure(key.ID, be)
@@ -115,30 +121,31 @@ func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install,
 
 // buildTimed runs build within b.Timeout, turning the deadline into a
 // *TimeoutError that says which setting to raise.
-func (b *Builder) buildTimed(ctx context.Context, key Key) (*Install, error) {
+func (b *Builder) buildTimed(ctx context.Context, key Key, tree Tree, o Options, wt *worktree) (*Install, error) {
 	if b.Timeout <= 0 {
-		return b.build(ctx, key)
+		return b.build(ctx, key, tree, o, wt)
 	}
 	te := &TimeoutError{Commit: key.Source, Timeout: b.Timeout}
 	tctx, cancel := context.WithTimeoutCause(ctx, b.Timeout, te)
 	defer cancel()
-	inst, err := b.build(tctx, key)
+	inst, err := b.build(tctx, key, tree, o, wt)
 	if err != nil && ctx.Err() == nil && context.Cause(tctx) == error(te) {
 		return nil, te
 	}
 	return inst, err
 }
 
-// preflight checks, once per builder, that the tools are there and that the
-// state directory will be reachable by an unprivileged server user.
-func (b *Builder) preflight(ctx context.Context) error {
+// preflight checks, once per builder and build system, that the tools are
+// there and that the state directory will be reachable by an unprivileged
+// server user.
+func (b *Builder) preflight(ctx context.Context, o Options) error {
 	b.mu.Lock()
-	ok := b.toolsOK
+	ok := b.toolsOK && (!o.Meson || b.mesonOK)
 	b.mu.Unlock()
 	if ok {
 		return nil
 	}
-	if err := checkTools(ctx, b.opts); err != nil {
+	if err := checkTools(ctx, o); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(b.stateDir, 0o755); err != nil {
@@ -149,6 +156,7 @@ func (b *Builder) preflight(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	b.toolsOK = true
+	b.mesonOK = b.mesonOK || o.Meson
 	b.mu.Unlock()
 	return nil
 }
@@ -169,13 +177,14 @@ func (b *Builder) lock(ctx context.Context, path, what string) (func(), error) {
 	return func() { _ = l.Unlock() }, nil
 }
 
-// build does the work, holding the key and worktree locks.
-func (b *Builder) build(ctx context.Context, key Key) (_ *Install, err error) {
+// build does the work with the tree's options o, holding the key and
+// worktree locks.
+func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *worktree) (_ *Install, err error) {
 	commit, err := b.repo.Commit(key.Source)
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(b.logsDir(), fmt.Sprintf("%s-%s-%s.log", commit.Short(), b.opts.Hash(), time.Now().UTC().Format("20060102T150405.000")))
+	logPath := filepath.Join(b.logsDir(), fmt.Sprintf("%s-%s-%s.log", commit.Short(), o.Hash(), time.Now().UTC().Format("20060102T150405.000")))
 	s, err := newSession(commit.Hash, logPath, b.progress)
 	if err != nil {
 		return nil, err
@@ -190,10 +199,15 @@ func (b *Builder) build(ctx context.Context, key Key) (_ *Install, err error) {
 	defer s.close()
 	start := time.Now()
 	b.log.Info("building", slog.String("commit", commit.Short()), slog.String("key", key.ID), slog.String("log", logPath))
-	fmt.Fprintf(s.log, "pgbisect build of %s %q\noptions: %s\nkey: %s\n", commit.Hash, commit.Subject, b.opts, key.ID)
+	fmt.Fprintf(s.log, "pgbisect build of %s %q\nversion: %s\noptions: %s\nkey: %s\n", commit.Hash, commit.Subject, treeVersionText(tree), o, key.ID)
+	if o.Meson && !b.opts.Meson {
+		s.note("the tree has no configure script: building with meson")
+	}
+	if o.CompatCFLAGS != "" {
+		s.note("PostgreSQL %s: adding %s for today's compiler", treeVersionText(tree), o.CompatCFLAGS)
+	}
 
-	wt := b.worktree()
-	fresh, err := b.compile(ctx, s, wt, commit.Hash)
+	fresh, err := b.compile(ctx, s, wt, commit.Hash, o)
 	var be *Error
 	if errors.As(err, &be) && !fresh {
 		// Incremental builds can fail for reasons of their own (stale
@@ -201,15 +215,15 @@ func (b *Builder) build(ctx context.Context, key Key) (_ *Install, err error) {
 		// may call a commit broken.
 		s.note("incremental build failed in %s; retrying from a clean worktree", be.Phase)
 		b.log.Warn("incremental build failed, retrying clean", slog.String("commit", commit.Short()), slog.String("phase", be.Phase))
-		if err := b.clean(ctx, s, wt); err != nil {
+		if err := b.clean(ctx, s, wt, o); err != nil {
 			return nil, err
 		}
-		_, err = b.compile(ctx, s, wt, commit.Hash)
+		_, err = b.compile(ctx, s, wt, commit.Hash, o)
 	}
 	if err != nil {
 		return nil, err
 	}
-	inst, err := b.install(ctx, s, wt, key, commit, start)
+	inst, err := b.install(ctx, s, wt, key, commit, start, o)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +240,11 @@ func (b *Builder) build(ctx context.Context, key Key) (_ *Install, err error) {
 // build products are removed, but configure's results are kept when its
 // inputs have not changed, since configure is the slowest step on small
 // machines. If cleaning fails the worktree is recreated from nothing.
-func (b *Builder) clean(ctx context.Context, s *session, wt *worktree) error {
+func (b *Builder) clean(ctx context.Context, s *session, wt *worktree, o Options) error {
 	s.setPhase("clean")
 	if err := wt.rewriteAll(); err == nil {
 		var cerr error
-		if b.opts.Meson {
+		if o.Meson {
 			cerr = s.run(ctx, "clean", filepath.Join(wt.dir, "meson-build"), b.env(), "ninja", "clean")
 		} else {
 			cerr = s.run(ctx, "clean", wt.src(), b.env(), "make", "clean")
@@ -252,7 +266,7 @@ func (b *Builder) clean(ctx context.Context, s *session, wt *worktree) error {
 // compile checks out commit in the worktree, configures when needed and
 // compiles. fresh reports whether it started from an empty worktree (so a
 // failure cannot be blamed on leftovers).
-func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit string) (fresh bool, err error) {
+func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit string, o Options) (fresh bool, err error) {
 	s.setPhase("checkout")
 	st := wt.state()
 	if _, err := os.Stat(wt.manifestPath()); err != nil {
@@ -269,14 +283,14 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 		return fresh, err
 	}
 	src := wt.src()
-	if b.opts.Meson {
-		return fresh, b.compileMeson(ctx, s, wt, commit)
+	if o.Meson {
+		return fresh, b.compileMeson(ctx, s, wt, commit, o)
 	}
 	if _, err := os.Stat(filepath.Join(src, "configure")); err != nil {
 		return fresh, &Error{Commit: commit, Phase: "configure", LogPath: s.logPath, Tail: "no configure script in this tree\n",
 			Err: errors.New("the tree has no configure script: build it with meson (build.meson: true)")}
 	}
-	cfg, err := b.configHash(commit)
+	cfg, err := b.configHash(commit, o)
 	if err != nil {
 		return fresh, err
 	}
@@ -287,9 +301,9 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 			return fresh, err
 		}
 		args := []string{"--prefix=" + installPrefix, "--enable-depend"}
-		args = append(args, b.opts.Configure...)
-		if b.opts.CFLAGS != "" {
-			args = append(args, "CFLAGS="+b.opts.CFLAGS)
+		args = append(args, o.Configure...)
+		if cflags := o.configureCFLAGS(); cflags != "" {
+			args = append(args, "CFLAGS="+cflags)
 		}
 		if c := ccache(); c != "" {
 			args = append(args, "CC="+c+" gcc")
@@ -303,10 +317,10 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 		}
 	}
 	s.setPhase("make")
-	return fresh, s.run(ctx, "make", src, b.env(), "make", "-j", fmt.Sprint(b.opts.jobs()), rpathdir)
+	return fresh, s.run(ctx, "make", src, b.env(), "make", "-j", fmt.Sprint(o.jobs()), rpathdir)
 }
 
-func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, commit string) error {
+func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, commit string, o Options) error {
 	src := wt.src()
 	if !exists(filepath.Join(src, "meson.build")) {
 		return &Error{Commit: commit, Phase: "meson", LogPath: s.logPath, Tail: "no meson.build in this tree\n",
@@ -316,14 +330,14 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 	if !exists(filepath.Join(bdir, "build.ninja")) {
 		s.setPhase("meson setup")
 		args := []string{"setup", "--prefix=" + installPrefix, "-Drpath=false"}
-		for _, o := range b.opts.MesonOptions {
-			if !strings.HasPrefix(o, "-") {
-				o = "-D" + o
+		for _, mo := range o.MesonOptions {
+			if !strings.HasPrefix(mo, "-") {
+				mo = "-D" + mo
 			}
-			args = append(args, o)
+			args = append(args, mo)
 		}
-		if b.opts.CFLAGS != "" {
-			args = append(args, "-Dc_args="+b.opts.CFLAGS)
+		if cargs := o.mesonCArgs(); cargs != "" {
+			args = append(args, "-Dc_args="+cargs)
 		}
 		args = append(args, bdir, src)
 		env := append(b.env(), "LDFLAGS=-Wl,-rpath,$ORIGIN/../lib")
@@ -336,7 +350,7 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 		}
 	}
 	s.setPhase("ninja")
-	return s.run(ctx, "ninja", bdir, b.env(), "ninja", "-j", fmt.Sprint(b.opts.jobs()))
+	return s.run(ctx, "ninja", bdir, b.env(), "ninja", "-j", fmt.Sprint(o.jobs()))
 }
 
 // env is the environment of build commands: ccache keeps its cache in the
@@ -346,7 +360,7 @@ func (b *Builder) env() []string {
 }
 
 // configHash hashes the configure inputs of commit's tree and the options.
-func (b *Builder) configHash(commit string) (string, error) {
+func (b *Builder) configHash(commit string, o Options) (string, error) {
 	c, err := b.repo.repo.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
 		return "", err
@@ -356,7 +370,7 @@ func (b *Builder) configHash(commit string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "options %s ccache %q\n", b.opts.Hash(), ccache())
+	fmt.Fprintf(h, "options %s ccache %q\n", o.Hash(), ccache())
 	for _, p := range configureInputs {
 		e, err := tree.FindEntry(p)
 		if err != nil {
@@ -370,7 +384,7 @@ func (b *Builder) configHash(commit string) (string, error) {
 
 // install installs the build into a temporary directory and renames it
 // into the cache, so the cache never holds a partial install.
-func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time) (*Install, error) {
+func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time, o Options) (*Install, error) {
 	s.setPhase("install")
 	tmp := filepath.Join(b.tmpDir(), key.ID)
 	if err := os.RemoveAll(tmp); err != nil {
@@ -380,13 +394,13 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	if b.opts.Meson {
+	if o.Meson {
 		err := s.run(ctx, "install", filepath.Join(wt.dir, "meson-build"), b.env(), "meson", "install", "--no-rebuild", "--quiet", "--destdir", tmp)
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		err := s.run(ctx, "install", wt.src(), b.env(), "make", "-j", fmt.Sprint(b.opts.jobs()), "install", "DESTDIR="+tmp, rpathdir)
+		err := s.run(ctx, "install", wt.src(), b.env(), "make", "-j", fmt.Sprint(o.jobs()), "install", "DESTDIR="+tmp, rpathdir)
 		if err != nil {
 			return nil, err
 		}
@@ -397,7 +411,7 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 		return nil, fmt.Errorf("install of %s: %w", commit.Short(), err)
 	}
 	inst := &Install{
-		Key: key.ID, Commit: commit.Hash, Subject: commit.Subject, Options: b.opts,
+		Key: key.ID, Commit: commit.Hash, Subject: commit.Subject, Options: o,
 		Prefix: b.prefix(key.ID), BuiltAt: time.Now().UTC(), Duration: time.Since(start), Size: size,
 	}
 	if err := writeInstall(root, inst); err != nil {
@@ -460,4 +474,12 @@ func (b *Builder) cleanStaleTmp() {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// treeVersionText names a tree's version for logs.
+func treeVersionText(t Tree) string {
+	if t.Version.Num == 0 {
+		return "unknown"
+	}
+	return t.Version.String()
 }

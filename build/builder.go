@@ -12,7 +12,7 @@ import (
 // Builder builds commits of one repository with one set of options into
 // the build cache under a state directory:
 //
-//	stateDir/worktrees/<options hash>/   the persistent worktree and its state
+//	stateDir/worktrees/<options hash>/   a persistent worktree per tree options (ForTree)
 //	stateDir/builds/<key>/               one install per key (bin/, lib/, share/)
 //	stateDir/builds/.tmp/<key>/          an install being made (renamed into place)
 //	stateDir/builds/.failed/<key>.json   a recorded build failure
@@ -50,6 +50,7 @@ type Builder struct {
 	mu      sync.Mutex
 	memo    map[string]string // commit -> source commit of its key
 	toolsOK bool
+	mesonOK bool // meson and ninja were found
 }
 
 // NewBuilder returns a builder. progress receives human-readable progress
@@ -99,6 +100,10 @@ func (b *Builder) logsDir() string   { return filepath.Join(b.stateDir, "logs") 
 func (b *Builder) prefix(id string) string {
 	return filepath.Join(b.buildsDir(), id)
 }
-func (b *Builder) worktree() *worktree {
-	return &worktree{dir: filepath.Join(b.stateDir, "worktrees", b.opts.Hash())}
+
+// worktreeFor is the worktree of builds with options o (a tree's options,
+// see Options.ForTree), so that trees needing other flags or meson do not
+// make the others reconfigure.
+func (b *Builder) worktreeFor(o Options) *worktree {
+	return &worktree{dir: filepath.Join(b.stateDir, "worktrees", o.Hash())}
 }

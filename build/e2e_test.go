@@ -285,7 +285,7 @@ func TestInterruptedBuild(t *testing.T) {
 	// WaitDelay before SIGKILL.
 	deadline := time.Now().Add(2 * proc.WaitDelay)
 	for {
-		procs := processesUnder(f.b.worktree().dir)
+		procs := processesUnder(f.b.worktreeFor(f.b.opts).dir)
 		if len(procs) == 0 {
 			break
 		}

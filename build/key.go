@@ -22,8 +22,31 @@ type Key struct {
 }
 
 // keyFor computes a commit's key under opts. It walks first parents while
-// the commit changes only NoCompile paths; the answers are memoized.
+// the commit changes only NoCompile paths; the answers are memoized. The
+// options hashed are those of the source tree (Options.ForTree), so a
+// tree that needs compatibility flags or meson has a key of its own.
 func keyFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[string]string) (Key, error) {
+	k, err := sourceFor(ctx, r, hash, opts, memo)
+	if err != nil {
+		return Key{}, err
+	}
+	// memo also holds the options hash of each source tree, under a key
+	// that cannot be a commit hash.
+	h, ok := memo["options "+k.Source]
+	if !ok {
+		t, err := readTree(r, k.Source)
+		if err != nil {
+			return Key{}, err
+		}
+		h = opts.ForTree(t).Hash()
+		memo["options "+k.Source] = h
+	}
+	k.ID = k.Source + "-" + h
+	return k, nil
+}
+
+// sourceFor finds the source commit of hash's key; its ID is left empty.
+func sourceFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[string]string) (Key, error) {
 	c, err := r.Resolve(hash)
 	if err != nil {
 		return Key{}, err
@@ -36,7 +59,7 @@ func keyFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[st
 			return Key{}, err
 		}
 		if src, ok := memo[cur.Hash]; ok {
-			return finishKey(c.Hash, src, opts, memo, walked), nil
+			return finishKey(c.Hash, src, memo, walked), nil
 		}
 		if len(cur.Parents) == 0 {
 			break
@@ -54,14 +77,14 @@ func keyFor(ctx context.Context, r *Repo, hash string, opts Options, memo map[st
 		}
 	}
 	walked = append(walked, cur.Hash)
-	return finishKey(c.Hash, cur.Hash, opts, memo, walked), nil
+	return finishKey(c.Hash, cur.Hash, memo, walked), nil
 }
 
-func finishKey(hash, source string, opts Options, memo map[string]string, walked []string) Key {
+func finishKey(hash, source string, memo map[string]string, walked []string) Key {
 	for _, h := range walked {
 		memo[h] = source
 	}
-	return Key{ID: source + "-" + opts.Hash(), Source: source, SameAsParent: source != hash}
+	return Key{Source: source, SameAsParent: source != hash}
 }
 
 func changesCompiled(paths []string, noCompile []string) bool {

@@ -12,8 +12,8 @@ import (
 )
 
 // Options are the build options. Those that change the binaries (Configure,
-// CFLAGS, Meson, MesonOptions) are part of every build key; Jobs and
-// NoCompile are not.
+// CFLAGS, Meson, MesonOptions, CompatCFLAGS) are part of every build key;
+// Jobs and NoCompile are not.
 type Options struct {
 	// Configure holds extra configure flags; --prefix and --enable-depend
 	// are always added.
@@ -24,6 +24,11 @@ type Options struct {
 	Meson bool `json:"meson,omitempty"`
 	// MesonOptions are extra -D options for meson setup.
 	MesonOptions []string `json:"meson_options,omitempty"`
+	// CompatCFLAGS are the compiler flags the tree's version needs with
+	// today's toolchain (see CompatCFLAGS); ForTree sets them per tree,
+	// so they are part of the key of the builds that need them and absent
+	// (leaving keys unchanged) for those that do not.
+	CompatCFLAGS string `json:"compat_cflags,omitempty"`
 	// Jobs is make's or ninja's parallelism; 0 means the number of CPUs.
 	Jobs int `json:"-"`
 	// NoCompile lists path patterns whose changes cannot change the
@@ -91,7 +96,7 @@ func (o Options) Hash() string {
 
 // normalized makes options that build the same thing compare equal.
 func (o Options) normalized() Options {
-	n := Options{CFLAGS: strings.TrimSpace(o.CFLAGS), Meson: o.Meson}
+	n := Options{CFLAGS: strings.TrimSpace(o.CFLAGS), Meson: o.Meson, CompatCFLAGS: o.CompatCFLAGS}
 	if len(o.Configure) > 0 {
 		n.Configure = o.Configure
 	}
@@ -113,6 +118,9 @@ func (o Options) String() string {
 	}
 	if o.CFLAGS != "" {
 		parts = append(parts, "CFLAGS="+o.CFLAGS)
+	}
+	if o.CompatCFLAGS != "" {
+		parts = append(parts, "compat="+strings.ReplaceAll(o.CompatCFLAGS, " ", ","))
 	}
 	return strings.Join(parts, " ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestBuildTimeout(t *testing.T) {
 	if _, ok := b.readFailure(key.ID); ok {
 		t.Error("a build that timed out was recorded as a failure")
 	}
-	if procs := processesUnder(b.worktree().dir); len(procs) > 0 {
+	if procs := processesUnder(filepath.Join(b.stateDir, "worktrees")); len(procs) > 0 {
 		// proc kills the process group and waits for it before Run returns.
 		t.Errorf("processes still running in the worktree: %v", procs)
 	}
