@@ -124,15 +124,17 @@ func (d Diff) TopGrowers(n int, inclusive bool) []Change {
 
 // WriteTable prints "where the time went": the n functions whose self
 // share grew most, then the n whose inclusive share did.
-func (d Diff) WriteTable(w io.Writer, n int) {
-	fmt.Fprintf(w, "Where the time went (CPU share, median of %d base and %d culprit profiled runs; p from a rank test over runs):\n", d.BaseRuns, d.CulpritRuns)
+func (d Diff) WriteTable(w io.Writer, n int) { d.Summary(n).WriteTable(w) }
+
+// WriteTable prints the summary's table.
+func (s Summary) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "Where the time went (CPU share, median of %d base and %d culprit profiled runs; p from a rank test over runs):\n", s.BaseRuns, s.CulpritRuns)
 	for _, inclusive := range []bool{false, true} {
-		title := "Self time (the function itself)"
+		title, top := "Self time (the function itself)", s.Self
 		if inclusive {
-			title = "Inclusive time (with its callees)"
+			title, top = "Inclusive time (with its callees)", s.Inclusive
 		}
 		fmt.Fprintf(w, "  %s:\n", title)
-		top := d.TopGrowers(n, inclusive)
 		if len(top) == 0 {
 			fmt.Fprintln(w, "    no function's share grew")
 			continue
@@ -150,7 +152,7 @@ func (d Diff) WriteTable(w io.Writer, n int) {
 			fmt.Fprintf(w, "    %-*s  %5.1f%%  %6.1f%%  %+6.1fpt  %5.3f\n", width, c.Function, 100*b, 100*cu, 100*delta, p)
 		}
 	}
-	for _, warn := range d.Warnings {
+	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
 }
@@ -205,4 +207,22 @@ func shortName(f string, width int) string {
 		return f
 	}
 	return strings.TrimSpace(f[:width-1]) + "…"
+}
+
+// Summary is the "where the time went" table as data: the top growers by
+// self and by inclusive share, with the comparison's run counts and
+// warnings. The JSON of reports carries it.
+type Summary struct {
+	BaseRuns    int      `json:"base_runs"`
+	CulpritRuns int      `json:"culprit_runs"`
+	MinP        float64  `json:"min_p"`
+	Self        []Change `json:"self"`
+	Inclusive   []Change `json:"inclusive"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Summary keeps the n top growers of each kind.
+func (d Diff) Summary(n int) Summary {
+	return Summary{BaseRuns: d.BaseRuns, CulpritRuns: d.CulpritRuns, MinP: d.MinP,
+		Self: d.TopGrowers(n, false), Inclusive: d.TopGrowers(n, true), Warnings: d.Warnings}
 }

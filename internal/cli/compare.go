@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/profile"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/proc"
@@ -40,6 +41,8 @@ type comparePointResult struct {
 	Point   string                `json:"point"`
 	Metrics []compareMetricResult `json:"metrics"`
 	Env     bench.Environment     `json:"environment"`
+	// Profile is where B's CPU time went against A's, from --profile runs.
+	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
 type compareMetricResult struct {
@@ -66,6 +69,9 @@ func runCompare(ctx context.Context, env *Env) error {
 	maxSamples := fs.Int("max-samples", 0, "budget of samples per side and point (default 30)")
 	maxTime := fs.Duration("max-time", 0, "wall-clock budget per point (default none)")
 	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
+	prof := fs.Bool("profile", false, "after the verdict, profile both sides with perf and print where the CPU time went (evidence only)")
+	profRuns := fs.Int("profile-runs", 5, "profiled samples per side with --profile")
+	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -75,6 +81,12 @@ func runCompare(ctx context.Context, env *Env) error {
 	}
 	if len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
+	}
+	if *prof && *profRuns < 1 {
+		return usageError("--profile-runs must be 1 or more (5 by default; 4 a side is the fewest that can reach p < 0.05)")
+	}
+	if *flame != "" && !*prof {
+		return usageError("--flamegraph needs --profile")
 	}
 	cfg, err := flags.load()
 	if err != nil {
@@ -142,6 +154,11 @@ func runCompare(ctx context.Context, env *Env) error {
 		pr, err := comparePoint(ctx, env, r, sc, targets, pt, base, flagStats)
 		if err != nil {
 			return err
+		}
+		if *prof {
+			if pr.Profile, err = compareProfiled(ctx, env, r, sc, targets, pt, *profRuns, flameGraphPath(*flame, pt, len(points))); err != nil {
+				return err
+			}
 		}
 		res.Points = append(res.Points, pr)
 	}
@@ -254,6 +271,11 @@ func comparePrint(w io.Writer, res compareResult) error {
 		100*res.Thresholds.MinEffect, res.Thresholds.MaxSamples)
 	for _, wn := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	for _, p := range res.Points {
+		if p.Profile != nil {
+			compareProfilePrint(w, p.Point, p.Profile)
+		}
 	}
 	if len(res.Points) > 0 {
 		fmt.Fprintf(w, "\n%s\n", res.Points[0].Env)
