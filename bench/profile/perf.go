@@ -19,10 +19,12 @@ import (
 // records with "perf" from PATH at 499 Hz.
 //
 // The event is cpu-clock, a software event: virtual machines often have
-// no hardware counters, so cycles does not work there. perf is attached
-// to the postmaster and its running children; events are inherited, so
-// backends the postmaster forks later (the workload's connections) are
-// recorded too.
+// no hardware counters, so cycles does not work there. perf records the
+// whole machine (-a) and the stacks are then filtered to the server's
+// processes: "perf record -p POSTMASTER" does not follow the backends the
+// postmaster forks after perf attached (perf 6.1 records none of their
+// samples), and those backends are the workload. Recording the machine
+// needs root or kernel.perf_event_paranoid <= 0.
 type Recorder struct {
 	// Perf is the perf executable. Default: "perf" from PATH.
 	Perf string
@@ -38,6 +40,7 @@ type Recorder struct {
 // profile.
 type Recording struct {
 	r       Recorder
+	roots   []int
 	dir     string
 	cmd     *exec.Cmd
 	stderr  *bytes.Buffer
@@ -46,12 +49,13 @@ type Recording struct {
 	warning string
 }
 
-// Start attaches perf to pids (the postmaster first) and returns once
+// Start starts perf for the processes pids (the postmaster and its
+// children; processes they fork later are included) and returns once
 // perf is recording. It never fails: when perf is missing or not
 // permitted, the Recording's Stop returns a Profile whose Warning says
 // why and what to do.
 func (r Recorder) Start(ctx context.Context, pids []int) *Recording {
-	rec := &Recording{r: r}
+	rec := &Recording{r: r, roots: pids}
 	perf := r.Perf
 	if perf == "" {
 		perf = "perf"
@@ -80,14 +84,10 @@ func (r Recorder) Start(ctx context.Context, pids []int) *Recording {
 	if freq <= 0 {
 		freq = 499
 	}
-	ids := make([]string, len(pids))
-	for i, p := range pids {
-		ids[i] = strconv.Itoa(p)
-	}
 	// Started disabled (-D -1) and enabled through the control fifo, whose
 	// acknowledgement says the events are on: no sleep, no lost start.
 	rec.cmd = exec.Command(path, "record", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "-g", "--no-buildid-cache",
-		"-o", filepath.Join(rec.dir, "perf.data"), "-D", "-1", "--control", "fifo:"+ctl+","+ack, "-p", strings.Join(ids, ","))
+		"-o", filepath.Join(rec.dir, "perf.data"), "-D", "-1", "--control", "fifo:"+ctl+","+ack, "-a")
 	rec.stderr = &bytes.Buffer{}
 	rec.cmd.Stderr = rec.stderr
 	rec.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -192,13 +192,13 @@ func (rec *Recording) Stop(ctx context.Context) Profile {
 	perf := rec.cmd.Path
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(sctx, perf, "script", "-i", data, "-F", "comm,tid,ip,sym,dso")
+	cmd := exec.CommandContext(sctx, perf, "script", "-i", data, "--show-task-events", "-F", "comm,pid,tid,ip,sym,dso")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		return Profile{Warning: fmt.Sprintf("no CPU profile: perf script: %v: %s", err, strings.TrimSpace(errb.String()))}
 	}
-	p, err := ParseScript(&out)
+	p, err := ParseScript(&out, rec.roots)
 	if err != nil {
 		return Profile{Warning: "no CPU profile: reading perf script output: " + err.Error()}
 	}

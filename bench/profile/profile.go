@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"io"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,31 +42,34 @@ type Share struct {
 	Inclusive float64 `json:"inclusive"`
 }
 
-// ParseScript folds the output of "perf script -F comm,tid,ip,sym,dso"
-// (a header line per sample, then one indented frame per line, leaf
-// first, then a blank line). A frame with a symbol is its name; one
-// without, in a known object, is "[object]"; frames with neither (the
-// garbage a frame-pointer walk yields through code built without frame
-// pointers) are dropped.
-func ParseScript(r io.Reader) (Profile, error) {
-	p := Profile{Stacks: map[string]int{}}
-	var frames []string
-	inSample := false
+// ParseScript folds the output of "perf script --show-task-events -F
+// comm,pid,tid,ip,sym,dso" (a header line per sample, then one indented
+// frame per line, leaf first, then a blank line). When roots is not
+// empty only samples of those processes and of the processes they fork
+// during the recording (PERF_RECORD_FORK lines) are kept: perf records
+// the whole machine, since "perf record -p" does not follow children
+// forked after it attaches, and other servers may be running.
+//
+// A frame with a symbol is its name; one without, in a known object, is
+// "[object]"; frames with neither (the garbage a frame-pointer walk
+// yields through code built without frame pointers) are dropped.
+func ParseScript(r io.Reader, roots []int) (Profile, error) {
+	type sample struct {
+		pid    int
+		frames []string
+	}
+	var samples []sample
+	forks := map[int][]int{} // parent pid -> children
+	var cur *sample
 	flush := func() {
-		if !inSample {
+		if cur == nil {
 			return
 		}
-		inSample = false
-		if len(frames) == 0 {
-			frames = append(frames, "[unknown]")
+		if len(cur.frames) == 0 {
+			cur.frames = append(cur.frames, "[unknown]")
 		}
-		// Leaf first in perf's output; root first when folded.
-		for i, j := 0, len(frames)-1; i < j; i, j = i+1, j-1 {
-			frames[i], frames[j] = frames[j], frames[i]
-		}
-		p.Stacks[strings.Join(frames, ";")]++
-		p.Samples++
-		frames = frames[:0]
+		samples = append(samples, *cur)
+		cur = nil
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -76,15 +80,70 @@ func ParseScript(r io.Reader) (Profile, error) {
 			flush()
 		case line[0] != ' ' && line[0] != '\t':
 			flush()
-			inSample = true
-		case inSample:
+			if m := forkLine.FindStringSubmatch(line); m != nil {
+				child, _ := strconv.Atoi(m[1])
+				parent, _ := strconv.Atoi(m[2])
+				forks[parent] = append(forks[parent], child)
+				continue
+			}
+			if strings.Contains(line, "PERF_RECORD_") {
+				continue
+			}
+			cur = &sample{pid: headerPID(line)}
+		case cur != nil:
 			if f := frameName(line); f != "" {
-				frames = append(frames, f)
+				cur.frames = append(cur.frames, f)
 			}
 		}
 	}
 	flush()
-	return p, sc.Err()
+	if err := sc.Err(); err != nil {
+		return Profile{}, err
+	}
+	keep := map[int]bool{}
+	var mark func(pid int)
+	mark = func(pid int) {
+		if keep[pid] {
+			return
+		}
+		keep[pid] = true
+		for _, c := range forks[pid] {
+			mark(c)
+		}
+	}
+	for _, pid := range roots {
+		mark(pid)
+	}
+	p := Profile{Stacks: map[string]int{}}
+	for _, s := range samples {
+		if len(roots) > 0 && !keep[s.pid] {
+			continue
+		}
+		// Leaf first in perf's output; root first when folded.
+		fr := s.frames
+		for i, j := 0, len(fr)-1; i < j; i, j = i+1, j-1 {
+			fr[i], fr[j] = fr[j], fr[i]
+		}
+		p.Stacks[strings.Join(fr, ";")]++
+		p.Samples++
+	}
+	return p, nil
+}
+
+// forkLine is perf script's task event "PERF_RECORD_FORK(child:tid):(parent:tid)".
+var forkLine = regexp.MustCompile(`PERF_RECORD_FORK\((\d+):\d+\):\((\d+):\d+\)`)
+
+// headerPID finds "pid/tid" in a sample's header line ("postgres 4242/4242").
+func headerPID(line string) int {
+	f := strings.Fields(line)
+	for i := len(f) - 1; i >= 0; i-- {
+		if pid, _, ok := strings.Cut(f[i], "/"); ok {
+			if n, err := strconv.Atoi(pid); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // frameName turns "\t  7f3a12 hash_bytes+0x1c (/usr/lib/postgresql/15/bin/postgres)"

@@ -30,7 +30,7 @@ postgres 4243/4243
 `
 
 func TestParseScript(t *testing.T) {
-	p, err := ParseScript(strings.NewReader(script))
+	p, err := ParseScript(strings.NewReader(script), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +171,35 @@ func TestRecorderPerfRefuses(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("left behind in %s: %v", dir, entries)
+	}
+}
+
+// TestParseScriptKeepsTheServersProcesses keeps samples of the roots and
+// of processes they forked (even grandchildren), not of other processes.
+func TestParseScriptKeepsTheServersProcesses(t *testing.T) {
+	out := `postgres     0/0     PERF_RECORD_FORK(200:200):(100:100)
+postgres     0/0     PERF_RECORD_COMM: postgres:200/200
+postgres     0/0     PERF_RECORD_FORK(300:300):(200:200)
+postgres 100/100 
+	  1 ServerLoop (/pg/bin/postgres)
+
+postgres 200/200 
+	  1 hash_bytes (/pg/bin/postgres)
+
+postgres 300/300 
+	  1 ParallelWorkerMain (/pg/bin/postgres)
+
+postgres 999/999 
+	  1 someoneElses (/other/bin/postgres)
+`
+	p, err := ParseScript(strings.NewReader(out), []int{100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Samples != 3 || p.Stacks["someoneElses"] != 0 || p.Stacks["hash_bytes"] != 1 || p.Stacks["ParallelWorkerMain"] != 1 {
+		t.Errorf("filtered: %+v", p)
+	}
+	if all, _ := ParseScript(strings.NewReader(out), nil); all.Samples != 4 {
+		t.Errorf("unfiltered: %d samples, want 4", all.Samples)
 	}
 }
