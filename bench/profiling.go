@@ -21,7 +21,7 @@ func (r *Runner) startProfile(ctx context.Context, c *cluster, s *Sample) (stop 
 	}
 	rec := r.Profiler.Start(ctx, pids)
 	return func() {
-		p := rec.Stop(context.WithoutCancel(ctx))
+		p := rec.Stop(ctx)
 		if p.Warning != "" {
 			r.log().Warn("CPU profile", slog.String("warning", p.Warning))
 		}

@@ -170,12 +170,17 @@ func (rec *Recording) exitWarning() string {
 
 // Stop ends the recording, symbolises the stacks at once (the binaries
 // are those of the build still in place) and returns them folded;
-// perf.data is removed. Problems become the Profile's Warning.
+// perf.data is removed. Problems become the Profile's Warning. When ctx
+// is already done perf is killed and nothing is symbolised.
 func (rec *Recording) Stop(ctx context.Context) Profile {
 	if rec.dir != "" {
 		defer os.RemoveAll(rec.dir)
 	}
 	if rec.warning != "" {
+		return Profile{Warning: rec.warning}
+	}
+	if ctx.Err() != nil {
+		rec.fail("no CPU profile: the run was cancelled")
 		return Profile{Warning: rec.warning}
 	}
 	_ = syscall.Kill(-rec.cmd.Process.Pid, syscall.SIGINT)

@@ -7,8 +7,10 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -202,4 +204,60 @@ postgres 999/999
 	if all, _ := ParseScript(strings.NewReader(out), nil); all.Samples != 4 {
 		t.Errorf("unfiltered: %d samples, want 4", all.Samples)
 	}
+}
+
+// TestRecorderCancelled stops a recording whose run was cancelled: perf
+// is killed, nothing is symbolised, and a warning says so.
+func TestRecorderCancelled(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs perf and root")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := Recorder{Dir: dir}.Start(ctx, []int{os.Getpid()})
+	if rec.warning != "" {
+		t.Fatalf("perf did not start: %s", rec.warning)
+	}
+	cancel()
+	p := rec.Stop(ctx)
+	if p.Samples != 0 || !strings.Contains(p.Warning, "cancelled") {
+		t.Errorf("cancelled: %+v", p)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+	if err := syscall.Kill(rec.cmd.Process.Pid, 0); err == nil {
+		t.Errorf("perf %d still runs", rec.cmd.Process.Pid)
+	}
+}
+
+// TestRecorderRecordsThisProcess records the test's own busy loop with
+// real perf: the samples are kept by the process filter and most are in
+// the test binary.
+func TestRecorderRecordsThisProcess(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs perf and root")
+	}
+	rec := Recorder{Dir: t.TempDir()}.Start(context.Background(), []int{os.Getpid()})
+	x := 0
+	for i := 0; i < 400_000_000; i++ {
+		x += i % 7
+	}
+	p := rec.Stop(context.Background())
+	if p.Warning != "" || p.Samples < 10 || x == 0 {
+		t.Fatalf("profile of a busy loop: %d samples, warning %q", p.Samples, p.Warning)
+	}
+	// go test's binary has no symbol table perf reads, so its frames are
+	// "[profile.test]": the loop's samples are those.
+	own := 0
+	for stack, n := range p.Stacks {
+		frames := strings.Split(stack, ";")
+		if leaf := frames[len(frames)-1]; leaf == "[profile.test]" || strings.Contains(leaf, "TestRecorderRecordsThisProcess") {
+			own += n
+		}
+	}
+	if float64(own) < 0.5*float64(p.Samples) {
+		t.Errorf("%d of %d samples in the test binary; stacks: %v", own, p.Samples, p.Stacks)
+	}
+
 }
