@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/profile"
 )
 
 func TestCompareProfileUsage(t *testing.T) {
@@ -63,5 +67,25 @@ func TestCompareProfile(t *testing.T) {
 	}
 	if !strings.Contains(out, "profiled "+res.A+" run 2/2") {
 		t.Errorf("no progress of the profiled runs:\n%s", out)
+	}
+}
+
+func TestComparePrintsProfile(t *testing.T) {
+	d := profile.Compare(
+		[]profile.Profile{{Stacks: map[string]int{"main;a": 90, "main;grow": 10}, Samples: 100}},
+		[]profile.Profile{{Stacks: map[string]int{"main;a": 60, "main;grow": 40}, Samples: 100}})
+	s := d.Summary(5)
+	var out bytes.Buffer
+	res := compareResult{Scenario: "x", A: "a", B: "b", Points: []comparePointResult{{Point: "clients=1", Profile: &s}}}
+	if err := comparePrint(&out, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"point clients=1, B against A. Where the time went", "grow       10.0%    40.0%   +30.0pt", "smallest possible p is 1.00"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if flameGraphPath("f.svg", bench.Point{Vars: map[string]string{"clients": "4"}}, 2) != "f-clients4.svg" || flameGraphPath("f.svg", bench.Point{}, 1) != "f.svg" {
+		t.Errorf("flame graph paths per point")
 	}
 }
