@@ -98,7 +98,7 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
 	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
-	"interval"}
+	"interval", "record"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -396,7 +396,7 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		if md.Interval < 0 || (md.Interval > 0 && md.Interval < time.Millisecond) {
 			return errAt(path+".interval", "metric %q: interval %s: sample at most every millisecond (e.g. 10ms)", md.Name, md.Interval)
 		}
-		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, MinEffect: md.MinEffect, WaitEvent: md.WaitEvent, Interval: md.Interval, scale: 1}
+		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, MinEffect: md.MinEffect, WaitEvent: md.WaitEvent, Interval: md.Interval, Record: md.Record, scale: 1}
 		if m.Value == "wait_events" && m.Interval == 0 {
 			m.Interval = defaultWaitInterval
 		}

@@ -158,6 +158,9 @@ type MetricDef struct {
 	// matters (0.05 = 5%), overriding stats.min_effect for it. Default: 0
 	// (the scenario's or the config's).
 	MinEffect float64 `yaml:"min_effect"`
+	// Record makes the metric recorded and shown but never judged: no
+	// verdict waits for it and it decides nothing. Default: false.
+	Record bool `yaml:"record"`
 	// WaitEvent selects the waits a wait_events metric counts: "Lock",
 	// "Lock:advisory" ("type:event" as in pg_stat_activity). Default: every
 	// wait of an active session.
@@ -178,6 +181,8 @@ type Metric struct {
 	// Step and Value say where the number comes from.
 	Step  string
 	Value string
+	// Record: shown, never judged (MetricDef.Record).
+	Record bool
 	// WaitEvent and Interval are a wait_events metric's event filter and
 	// sampling interval.
 	WaitEvent string

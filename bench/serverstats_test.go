@@ -91,12 +91,12 @@ func TestDiskstats(t *testing.T) {
 
 func TestServerMetricLoading(t *testing.T) {
 	base := "workload:\n  - name: w\n    sql: SELECT 1\nmetrics:\n"
-	sc, err := Load([]byte(base+"  - {name: wal, step: w, value: wal_bytes}\n  - {name: lk, step: w, value: wait_events, wait_event: Lock}\n"), "x.yaml", nil)
+	sc, err := Load([]byte(base+"  - {name: wal, step: w, value: wal_bytes}\n  - {name: lk, step: w, value: wait_events, wait_event: Lock, record: true}\n"), "x.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := sc.MetricSpecs()
-	if ms[0].Unit != "bytes" || ms[0].Direction != stats.LowerIsBetter || ms[1].Interval != defaultWaitInterval || ms[1].key() != "wait_events:Lock" {
+	if ms[0].Unit != "bytes" || ms[0].Direction != stats.LowerIsBetter || ms[1].Interval != defaultWaitInterval || ms[1].key() != "wait_events:Lock" || ms[0].Record || !ms[1].Record {
 		t.Errorf("defaults: %+v", ms)
 	}
 	if got := sc.serverMetrics()["w"]; len(got) != 2 {

@@ -50,8 +50,10 @@ type compareMetricResult struct {
 	Unit       string           `json:"unit"`
 	Better     string           `json:"better"`
 	Comparison stats.Comparison `json:"comparison"`
-	A          []float64        `json:"a_values"`
-	B          []float64        `json:"b_values"`
+	// Record marks a metric the scenario records but does not judge.
+	Record bool      `json:"record,omitempty"`
+	A      []float64 `json:"a_values"`
+	B      []float64 `json:"b_values"`
 }
 
 func runCompare(ctx context.Context, env *Env) error {
@@ -194,6 +196,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
 	pr := comparePointResult{Point: pt.String()}
+	var count [2]int // samples per side
 	start := time.Now()
 	n, want := 0, th.StartSamples
 	for {
@@ -203,11 +206,16 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 				side = 1
 			}
 			for i, m := range specs {
-				values[i][side] = append(values[i][side], s.Values[m.Name])
+				// A server statistic the server lacks has no value (and a
+				// warning in s.Env); it is left out, not taken as 0.
+				if v, ok := s.Values[m.Name]; ok {
+					values[i][side] = append(values[i][side], v)
+				}
 			}
 			pr.Env = s.Env
+			count[side]++
 			fmt.Fprintf(env.Stderr, "compare%s: %s sample %d/%d of up to %d per side, %s elapsed\n",
-				runPointLabel(pt), s.Target, len(values[0][side]), want, th.MaxSamples, time.Since(start).Round(time.Second))
+				runPointLabel(pt), s.Target, count[side], want, th.MaxSamples, time.Since(start).Round(time.Second))
 			return nil
 		})
 		if err != nil {
@@ -223,10 +231,14 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 			if overTime {
 				c = c.AtBudget()
 			}
-			more = max(more, th.More(c))
+			// Recorded-only metrics, and statistics no sample had, wait
+			// for nothing.
+			if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
+				more = max(more, th.More(c))
+			}
 			pr.Metrics = append(pr.Metrics, compareMetricResult{
 				Name: m.Name, Unit: m.Unit, Better: runBetter(m.Direction), Comparison: c,
-				A: values[i][0], B: values[i][1],
+				Record: m.Record, A: values[i][0], B: values[i][1],
 			})
 		}
 		if more == 0 {
@@ -257,7 +269,7 @@ func comparePrint(w io.Writer, res compareResult) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s %s ±%.1f%%\t%s %s ±%.1f%%\t%s\t%s\t%d+%d\t%s\n", pt, m.Name,
 				runNum(c.A.Median), m.Unit, 100*c.A.RelStddev, runNum(c.B.Median), m.Unit, 100*c.B.RelStddev,
-				change, compareP(c.P), c.A.N, c.B.N, c.Verdict)
+				change, compareP(c.P), c.A.N, c.B.N, compareVerdict(m))
 			for _, wn := range c.Warnings {
 				warnings = append(warnings, fmt.Sprintf("%s %s: %s", pt, m.Name, wn))
 			}
@@ -298,4 +310,13 @@ func compareP(p float64) string {
 		return "<0.001"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// compareVerdict is the verdict column: a recorded-only metric is not
+// judged.
+func compareVerdict(m compareMetricResult) string {
+	if m.Record {
+		return "(recorded)"
+	}
+	return m.Comparison.Verdict.String()
 }
