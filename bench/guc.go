@@ -79,7 +79,7 @@ func DescribeServer(ctx context.Context, binDir string, u *proc.User) (*Server, 
 		return nil, fmt.Errorf("%s --describe-config listed no settings", postgres)
 	}
 	srv.Probe = func(ctx context.Context, settings map[string]string) *Rejection {
-		return probe(ctx, u, postgres, settings)
+		return probeSettings(ctx, u, postgres, settings)
 	}
 	return srv, nil
 }
@@ -111,11 +111,11 @@ func runPostgres(ctx context.Context, u *proc.User, postgres string, args ...str
 	return out.Bytes(), err
 }
 
-// probe starts postgres with the settings on its command line and an
+// probeSettings starts postgres with the settings on its command line and an
 // empty configuration file. postgres checks every -c name and value as it
 // parses its options, then stops because it has no data directory, so
 // the check needs no cluster and starts nothing.
-func probe(ctx context.Context, u *proc.User, postgres string, settings map[string]string) *Rejection {
+func probeSettings(ctx context.Context, u *proc.User, postgres string, settings map[string]string) *Rejection {
 	args := []string{"--config-file=/dev/null"}
 	for _, k := range sortedKeys(settings) {
 		args = append(args, "-c", k+"="+settings[k])

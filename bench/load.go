@@ -97,7 +97,8 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 	"drop_caches", "warmup", "timeouts", "start", "setup", "workload", "matrix", "metrics",
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
-	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time"}
+	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
+	"interval", "record"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -347,7 +348,7 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		stepNames = append(stepNames, n)
 	}
 	sort.Strings(stepNames)
-	valueNames := make([]string, 0, len(valueKinds))
+	valueNames := serverValueNames()
 	for n := range valueKinds {
 		valueNames = append(valueNames, n)
 	}
@@ -373,6 +374,9 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 			return errAt(path+".step", "%s", msg)
 		}
 		vk, ok := valueKinds[md.Value]
+		if sv, server := serverValues[md.Value]; server {
+			vk, ok = valueKind{kinds: stepKinds, unit: sv.unit, direction: "lower"}, true
+		}
 		if !ok {
 			msg := fmt.Sprintf("metric %q: unknown value %q", md.Name, md.Value)
 			if c := config.Closest(md.Value, valueNames); c != "" {
@@ -389,7 +393,16 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		if md.MinEffect < 0 || md.MinEffect >= 1 {
 			return errAt(path+".min_effect", "metric %q: min_effect %g is a fraction: 0.05 means 5%%", md.Name, md.MinEffect)
 		}
-		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, MinEffect: md.MinEffect, scale: 1}
+		if md.Value != "wait_events" && (md.WaitEvent != "" || md.Interval != 0) {
+			return errAt(path, "metric %q: wait_event and interval belong to value: wait_events", md.Name)
+		}
+		if md.Interval < 0 || (md.Interval > 0 && md.Interval < time.Millisecond) {
+			return errAt(path+".interval", "metric %q: interval %s: sample at most every millisecond (e.g. 10ms)", md.Name, md.Interval)
+		}
+		m := Metric{Name: md.Name, Step: md.Step, Value: md.Value, Unit: md.Unit, MinEffect: md.MinEffect, WaitEvent: md.WaitEvent, Interval: md.Interval, Record: md.Record, scale: 1}
+		if m.Value == "wait_events" && m.Interval == 0 {
+			m.Interval = defaultWaitInterval
+		}
 		if m.Unit == "" {
 			m.Unit = vk.unit
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bench/profile"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -41,6 +42,9 @@ type Sample struct {
 	Env     Environment          `json:"env"`
 	Start   time.Time            `json:"start"`
 	Elapsed time.Duration        `json:"elapsed_ns"`
+	// Profile is the CPU profile of the measured workload run, when the
+	// Runner has a Profiler (see profiling.go).
+	Profile *profile.Profile `json:"profile,omitempty"`
 }
 
 // Runner runs samples of scenarios. Its zero value is not usable: set
@@ -81,6 +85,9 @@ type Runner struct {
 	// beyond it and rebuilt if needed again. Default: 4, enough for the
 	// targets of a comparison or a bisection step at a time.
 	MaxKept int
+	// Profiler, when set, records a CPU profile of the server during each
+	// sample's measured workload run (see profiling.go). Default: none.
+	Profiler *profile.Recorder
 
 	mu           sync.Mutex
 	kept         map[string]*cluster
@@ -223,12 +230,15 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if s.Env.Busy {
 		r.log().Warn("machine is busy; results will be noisy", slog.Float64("load1", s.Env.LoadAvg[0]), slog.Int("cores", s.Env.Cores))
 	}
+	env.serverMetrics = sc.serverMetrics()
 	for i := 0; i < sc.Warmup; i++ {
 		if _, err := r.phase(ctx, env, fmt.Sprintf("warmup %d/%d", i+1, sc.Warmup), exp.workload, sc.Timeouts.Workload, label); err != nil {
 			return nil, fail("warmup", err)
 		}
 	}
+	stopProfile := r.startProfile(ctx, c, s)
 	results, err := r.phase(ctx, env, "workload", exp.workload, sc.Timeouts.Workload, label)
+	stopProfile()
 	if err != nil {
 		return nil, fail("workload", err)
 	}
@@ -245,7 +255,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	for _, m := range sc.metrics {
 		res := results[m.Step]
-		v, have := res.values[m.Value]
+		if note, skipped := res.notes[m.key()]; skipped {
+			s.Env.Warnings = append(s.Env.Warnings, fmt.Sprintf("metric %s skipped: %s", m.Name, note))
+			continue
+		}
+		v, have := res.values[m.key()]
 		if !have {
 			return nil, fail("metrics", fmt.Errorf("metric %s: step %s gave no %s value%s", m.Name, m.Step, m.Value, missingHint(m.Value, res)))
 		}

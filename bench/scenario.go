@@ -164,6 +164,16 @@ type MetricDef struct {
 	// matters (0.05 = 5%), overriding stats.min_effect for it. Default: 0
 	// (the scenario's or the config's).
 	MinEffect float64 `yaml:"min_effect"`
+	// Record makes the metric recorded and shown but never judged: no
+	// verdict waits for it and it decides nothing. Default: false.
+	Record bool `yaml:"record"`
+	// WaitEvent selects the waits a wait_events metric counts: "Lock",
+	// "Lock:advisory" ("type:event" as in pg_stat_activity). Default: every
+	// wait of an active session.
+	WaitEvent string `yaml:"wait_event"`
+	// Interval is how often a wait_events metric samples
+	// pg_stat_activity. Default: 10ms.
+	Interval time.Duration `yaml:"interval"`
 }
 
 // Metric is a validated metric: what Sample.Values holds under Name.
@@ -177,6 +187,12 @@ type Metric struct {
 	// Step and Value say where the number comes from.
 	Step  string
 	Value string
+	// Record: shown, never judged (MetricDef.Record).
+	Record bool
+	// WaitEvent and Interval are a wait_events metric's event filter and
+	// sampling interval.
+	WaitEvent string
+	Interval  time.Duration
 
 	scale float64 // natural unit to Unit
 }

@@ -28,6 +28,8 @@ type stepResult struct {
 	// scalarText is the raw first column of a sql or shell step's last
 	// row, kept to explain a scalar that is not a number.
 	scalarText string
+	// notes say why a server statistic was skipped, by metric key.
+	notes map[string]string
 }
 
 // stepEnv is what steps run against: a started cluster, a session shared
@@ -37,6 +39,9 @@ type stepEnv struct {
 	conn      *pgx.Conn
 	clientBin string
 	progress  func(line string) // pgbench -P lines, for the person watching
+	// serverMetrics are the server-statistic metrics by step name, measured
+	// around those steps (set for workload runs only).
+	serverMetrics map[string][]Metric
 }
 
 // connect opens a session to the cluster's private socket.
@@ -60,8 +65,11 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("step %s timed out after %s (raise timeout: in the step or timeouts: in the scenario)", st.Name, timeout))
 	defer cancel()
 	res := stepResult{values: map[string]float64{}, series: map[string][]float64{}}
+	pr, err := startProbe(ctx, env.c, env.serverMetrics[st.Name])
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
-	var err error
 	switch st.Kind() {
 	case "sql":
 		err = runSQL(ctx, env, st.SQL, &res)
@@ -76,6 +84,11 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 	}
 	res.elapsed = time.Since(start)
 	res.values["elapsed"] = res.elapsed.Seconds()
+	if pr != nil {
+		if perr := pr.finish(ctx, &res); err == nil {
+			err = perr
+		}
+	}
 	if err != nil && ctx.Err() != nil && context.Cause(ctx) != nil {
 		if cause := context.Cause(ctx); !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", cause, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/profile"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/proc"
@@ -40,6 +41,8 @@ type comparePointResult struct {
 	Point   string                `json:"point"`
 	Metrics []compareMetricResult `json:"metrics"`
 	Env     bench.Environment     `json:"environment"`
+	// Profile is where B's CPU time went against A's, from --profile runs.
+	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
 type compareMetricResult struct {
@@ -47,8 +50,10 @@ type compareMetricResult struct {
 	Unit       string           `json:"unit"`
 	Better     string           `json:"better"`
 	Comparison stats.Comparison `json:"comparison"`
-	A          []float64        `json:"a_values"`
-	B          []float64        `json:"b_values"`
+	// Record marks a metric the scenario records but does not judge.
+	Record bool      `json:"record,omitempty"`
+	A      []float64 `json:"a_values"`
+	B      []float64 `json:"b_values"`
 }
 
 func runCompare(ctx context.Context, env *Env) error {
@@ -66,6 +71,9 @@ func runCompare(ctx context.Context, env *Env) error {
 	maxSamples := fs.Int("max-samples", 0, "budget of samples per side and point (default 30)")
 	maxTime := fs.Duration("max-time", 0, "wall-clock budget per point (default none)")
 	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
+	prof := fs.Bool("profile", false, "after the verdict, profile both sides with perf and print where the CPU time went (evidence only)")
+	profRuns := fs.Int("profile-runs", 5, "profiled samples per side with --profile")
+	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -75,6 +83,12 @@ func runCompare(ctx context.Context, env *Env) error {
 	}
 	if len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
+	}
+	if *prof && *profRuns < 1 {
+		return usageError("--profile-runs must be 1 or more (5 by default; 4 a side is the fewest that can reach p < 0.05)")
+	}
+	if *flame != "" && !*prof {
+		return usageError("--flamegraph needs --profile")
 	}
 	cfg, err := flags.load()
 	if err != nil {
@@ -143,6 +157,11 @@ func runCompare(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
+		if *prof {
+			if pr.Profile, err = compareProfiled(ctx, env, r, sc, targets, pt, *profRuns, flameGraphPath(*flame, pt, len(points))); err != nil {
+				return err
+			}
+		}
 		res.Points = append(res.Points, pr)
 	}
 	res.Elapsed = time.Since(start)
@@ -177,6 +196,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
 	pr := comparePointResult{Point: pt.String()}
+	var count [2]int // samples per side
 	start := time.Now()
 	n, want := 0, th.StartSamples
 	for {
@@ -186,11 +206,16 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 				side = 1
 			}
 			for i, m := range specs {
-				values[i][side] = append(values[i][side], s.Values[m.Name])
+				// A server statistic the server lacks has no value (and a
+				// warning in s.Env); it is left out, not taken as 0.
+				if v, ok := s.Values[m.Name]; ok {
+					values[i][side] = append(values[i][side], v)
+				}
 			}
 			pr.Env = s.Env
+			count[side]++
 			fmt.Fprintf(env.Stderr, "compare%s: %s sample %d/%d of up to %d per side, %s elapsed\n",
-				runPointLabel(pt), s.Target, len(values[0][side]), want, th.MaxSamples, time.Since(start).Round(time.Second))
+				runPointLabel(pt), s.Target, count[side], want, th.MaxSamples, time.Since(start).Round(time.Second))
 			return nil
 		})
 		if err != nil {
@@ -206,10 +231,14 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 			if overTime {
 				c = c.AtBudget()
 			}
-			more = max(more, th.More(c))
+			// Recorded-only metrics, and statistics no sample had, wait
+			// for nothing.
+			if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
+				more = max(more, th.More(c))
+			}
 			pr.Metrics = append(pr.Metrics, compareMetricResult{
 				Name: m.Name, Unit: m.Unit, Better: runBetter(m.Direction), Comparison: c,
-				A: values[i][0], B: values[i][1],
+				Record: m.Record, A: values[i][0], B: values[i][1],
 			})
 		}
 		if more == 0 {
@@ -240,7 +269,7 @@ func comparePrint(w io.Writer, res compareResult) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s %s ±%.1f%%\t%s %s ±%.1f%%\t%s\t%s\t%d+%d\t%s\n", pt, m.Name,
 				runNum(c.A.Median), m.Unit, 100*c.A.RelStddev, runNum(c.B.Median), m.Unit, 100*c.B.RelStddev,
-				change, compareP(c.P), c.A.N, c.B.N, c.Verdict)
+				change, compareP(c.P), c.A.N, c.B.N, compareVerdict(m))
 			for _, wn := range c.Warnings {
 				warnings = append(warnings, fmt.Sprintf("%s %s: %s", pt, m.Name, wn))
 			}
@@ -254,6 +283,11 @@ func comparePrint(w io.Writer, res compareResult) error {
 		100*res.Thresholds.MinEffect, res.Thresholds.MaxSamples)
 	for _, wn := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	for _, p := range res.Points {
+		if p.Profile != nil {
+			compareProfilePrint(w, p.Point, p.Profile)
+		}
 	}
 	if len(res.Points) > 0 {
 		fmt.Fprintf(w, "\n%s\n", res.Points[0].Env)
@@ -276,4 +310,13 @@ func compareP(p float64) string {
 		return "<0.001"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// compareVerdict is the verdict column: a recorded-only metric is not
+// judged.
+func compareVerdict(m compareMetricResult) string {
+	if m.Record {
+		return "(recorded)"
+	}
+	return m.Comparison.Verdict.String()
 }

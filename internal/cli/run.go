@@ -141,9 +141,13 @@ func runRun(ctx context.Context, env *Env) error {
 			done++
 		}
 		for _, m := range sc.MetricSpecs() {
-			xs := make([]float64, len(pr.Samples))
-			for i, s := range pr.Samples {
-				xs[i] = s.Values[m.Name]
+			// A server statistic the server lacks has no value (the sample's
+			// warnings say why): left out, not taken as 0.
+			var xs []float64
+			for _, s := range pr.Samples {
+				if v, ok := s.Values[m.Name]; ok {
+					xs = append(xs, v)
+				}
 			}
 			pr.Metrics = append(pr.Metrics, runMetricResult{
 				Name: m.Name, Unit: m.Unit, Better: runBetter(m.Direction), Summary: stats.Summarize(xs), Values: xs,

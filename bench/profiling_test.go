@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/profile"
+)
+
+// profiledScenario runs one query; the test picks a CPU-heavy one
+// (hashing the text of every number) and a lighter one (summing them).
+const profiledScenario = `name: profiled
+lifecycle: restart
+variables:
+  query: SELECT 1
+workload:
+  - name: q
+    sql: "{{.query}}"
+metrics:
+  - {name: q_s, step: q, value: elapsed}
+`
+
+// TestProfileRealServer profiles a real PostgreSQL 15 with perf: the
+// query's backend is forked after perf attaches to the postmaster, so its
+// samples show that the recording is inherited; the diff of the heavy
+// query against the light one names the hashing functions.
+func TestProfileRealServer(t *testing.T) {
+	bin := pgBin(t)
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed (linux-perf)")
+	}
+	r, _ := newTestRunner(t)
+	r.Profiler = &profile.Recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	load := func(q string) *Scenario {
+		sc, err := Load([]byte(profiledScenario), "profiled.yaml", map[string]string{"query": q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	light := load("SELECT sum(g) FROM generate_series(1, 1500000) g")
+	heavy := load("SELECT sum(hashtext(g::text)) FROM generate_series(1, 1500000) g")
+	target := Target{Name: "pg15", BinDir: bin}
+	var base, culprit []profile.Profile
+	for i := 0; i < 4; i++ {
+		for _, side := range []struct {
+			sc  *Scenario
+			out *[]profile.Profile
+		}{{light, &base}, {heavy, &culprit}} {
+			s, err := r.Run(ctx, side.sc, target, Point{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Profile == nil || s.Profile.Warning != "" || s.Profile.Samples < 20 {
+				t.Fatalf("profile of run %d: %+v", i, s.Profile)
+			}
+			*side.out = append(*side.out, *s.Profile)
+		}
+	}
+	r.Close(ctx)
+	d := profile.Compare(base, culprit)
+	var table bytes.Buffer
+	d.WriteTable(&table, 8)
+	t.Logf("\n%s", table.String())
+	var top []string
+	for _, c := range d.TopGrowers(5, false) {
+		top = append(top, c.Function)
+	}
+	hashing := []string{"hash_bytes", "hashtext", "hash_any", "int4out", "pg_ltoa", "pg_ultoa_n"}
+	if !slices.ContainsFunc(top, func(f string) bool { return slices.Contains(hashing, f) }) {
+		t.Errorf("top self growers %v name none of %v", top, hashing)
+	}
+	if g := d.TopGrowers(1, false); len(g) == 0 || g[0].PSelf > 0.05 {
+		t.Errorf("top grower not sure with 4 runs a side: %+v", g)
+	}
+	var svg bytes.Buffer
+	if err := profile.FlameGraphSVG(&svg, "heavy vs light", profile.Merge(base), profile.Merge(culprit)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), top[0]) {
+		t.Errorf("flame graph does not show %s", top[0])
+	}
+}
