@@ -198,7 +198,7 @@ func realNoiseModels(t *testing.T, glob string) []NoiseModel {
 }
 
 // TestRealNoise resamples the recorded real samples of the order
-// experiments with an injected multiplicative change of 1.5 and 2 times
+// experiments with an injected multiplicative change of 1, 1.5 and 2 times
 // MinEffect and checks that the false-"same" rate and the coverage of the
 // intervals hold under real noise too. In CI it runs small, on one
 // recording; the full run covers every recording and metric:
@@ -207,7 +207,7 @@ func realNoiseModels(t *testing.T, glob string) []NoiseModel {
 func TestRealNoise(t *testing.T) {
 	glob, plans, nullReps, reps := "../testdata/order-100k.tsv", []string{"compare"}, 150, 60
 	if *realNoiseFull {
-		glob, plans, nullReps, reps = *realNoiseGlob, []string{"compare", "bisect"}, 2000, 1000
+		glob, plans, nullReps, reps = *realNoiseGlob, []string{"compare", "bisect"}, 1000, 500
 	}
 	models := realNoiseModels(t, glob)
 	if !*realNoiseFull {
@@ -224,7 +224,8 @@ func TestRealNoise(t *testing.T) {
 				return float64(count)/float64(r.Runs) <= bound+2.33*math.Sqrt(bound*(1-bound)/float64(r.Runs))
 			}
 			cell := fmt.Sprintf("%s plan, %s, effect %g%%", plan, r.Model, 100*r.Effect)
-			if r.Effect == 1.5*r.MinEffect && !within(r.Same, 0.05) || r.Effect == 2*r.MinEffect && !within(r.Same, 0.01) {
+			if r.Effect == r.MinEffect && !within(r.Same, shiftLevel(th.Confidence)) ||
+				r.Effect == 1.5*r.MinEffect && !within(r.Same, 0.05) || r.Effect == 2*r.MinEffect && !within(r.Same, 0.01) {
 				t.Errorf("%s: false same %d of %d", cell, r.Same, r.Runs)
 			}
 			if conf := th.WithDefaults().Confidence; !within(r.Runs-r.Covered, 1-conf) {

@@ -126,11 +126,11 @@ func studentT3(r *rand.Rand) float64 {
 // SimConfig configures Simulate. Zero fields take the defaults in brackets.
 type SimConfig struct {
 	Models  []NoiseModel // [NoiseModels]
-	Noises  []float64    // relative noise levels [0.05, 0.15]
+	Noises  []float64    // relative noise levels [0.02, 0.05, 0.15]
 	Effects []float64    // true relative changes of the median, > 0 [0.03, 0.05, 0.10, 0.20]
 	// SameEffects are multiples of MinEffect whose effects are added to
 	// Effects, to measure how often a real effect is called "same"
-	// [1.5, 2].
+	// [1, 1.5, 2].
 	SameEffects []float64
 	NullReps    int        // A/A comparisons per model and noise [2000]
 	Reps        int        // comparisons per model, noise and effect [500]
@@ -178,13 +178,13 @@ func Simulate(cfg SimConfig) []SimRow {
 		cfg.Models = NoiseModels
 	}
 	if cfg.Noises == nil {
-		cfg.Noises = []float64{0.05, 0.15}
+		cfg.Noises = []float64{0.02, 0.05, 0.15}
 	}
 	if cfg.Effects == nil {
 		cfg.Effects = []float64{0.03, 0.05, 0.10, 0.20}
 	}
 	if cfg.SameEffects == nil {
-		cfg.SameEffects = []float64{1.5, 2}
+		cfg.SameEffects = []float64{1, 1.5, 2}
 	}
 	if cfg.NullReps <= 0 {
 		cfg.NullReps = 2000
@@ -353,11 +353,11 @@ func FormatSimTable(rows []SimRow) string {
 	for _, e := range effects {
 		fmt.Fprintf(&sb, " power %g%% |", 100*e)
 	}
-	sb.WriteString(" same at 1.5× | same at 2× | coverage | inconclusive | mean n/side | wrong direction |\n|---|---|---|---|---|")
+	sb.WriteString(" same at 1× | same at 1.5× | same at 2× | coverage | inconclusive | mean n/side | wrong direction |\n|---|---|---|---|---|")
 	for range effects {
 		sb.WriteString("---|")
 	}
-	sb.WriteString("---|---|---|---|---|---|\n")
+	sb.WriteString("---|---|---|---|---|---|---|\n")
 	for _, k := range order {
 		g := groups[k]
 		var null SimRow
@@ -372,7 +372,7 @@ func FormatSimTable(rows []SimRow) string {
 				power[r.Effect] = r
 				wrong += r.Wrong
 			}
-			for _, m := range []float64{1.5, 2} {
+			for _, m := range []float64{1, 1.5, 2} {
 				if r.Effect == m*r.MinEffect {
 					same[m] = r
 				}
@@ -387,12 +387,12 @@ func FormatSimTable(rows []SimRow) string {
 		for _, e := range effects {
 			fmt.Fprintf(&sb, " %s |", pct(power[e].Different, power[e].Runs))
 		}
-		fmt.Fprintf(&sb, " %s | %s | %s | %s | %.1f | %d |\n", pct(same[1.5].Same, same[1.5].Runs), pct(same[2].Same, same[2].Runs),
+		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].Same, same[1].Runs), pct(same[1.5].Same, same[1.5].Runs), pct(same[2].Same, same[2].Runs),
 			pct(covered, runs), pct(inconclusive, runs), samples/float64(runs), wrong)
 	}
 
 	nullRuns, nullDiff, wrong, wrongRuns := 0, 0, 0, 0
-	var falseSame [2]struct{ n, of int }
+	var falseSame [3]struct{ n, of int }
 	covered, all := 0, 0
 	for _, r := range rows {
 		if r.Effect == 0 {
@@ -402,7 +402,7 @@ func FormatSimTable(rows []SimRow) string {
 			wrong += r.Wrong
 			wrongRuns += r.Runs
 		}
-		for i, m := range []float64{1.5, 2} {
+		for i, m := range []float64{1, 1.5, 2} {
 			if r.Effect == m*r.MinEffect {
 				falseSame[i].n += r.Same
 				falseSame[i].of += r.Runs
@@ -416,10 +416,11 @@ func FormatSimTable(rows []SimRow) string {
 		fmt.Fprintf(&sb, "\nAll A/A comparisons: %d of %d false \"different\" (%.2f%%, 95%% upper bound %.2f%%). Wrong direction: %d of %d comparisons with an effect.\n",
 			nullDiff, nullRuns, 100*rate, 100*(rate+1.96*math.Sqrt(rate*(1-rate)/float64(nullRuns))), wrong, wrongRuns)
 	}
-	if falseSame[0].of > 0 {
-		fmt.Fprintf(&sb, "False \"same\": %d of %d at 1.5× min effect (%s), %d of %d at 2× (%s). Interval coverage: %d of %d (%s).\n",
+	if falseSame[1].of > 0 {
+		fmt.Fprintf(&sb, "\"Same\" for a real change: %d of %d at 1× min effect (%s), %d of %d at 1.5× (%s), %d of %d at 2× (%s). Interval coverage: %d of %d (%s).\n",
 			falseSame[0].n, falseSame[0].of, pct(falseSame[0].n, falseSame[0].of),
-			falseSame[1].n, falseSame[1].of, pct(falseSame[1].n, falseSame[1].of), covered, all, pct(covered, all))
+			falseSame[1].n, falseSame[1].of, pct(falseSame[1].n, falseSame[1].of),
+			falseSame[2].n, falseSame[2].of, pct(falseSame[2].n, falseSame[2].of), covered, all, pct(covered, all))
 	}
 
 	sb.WriteString("\n| model | noise | effect | runs | different | wrong direction | same | inconclusive | unknown | coverage | mean n/side |\n")

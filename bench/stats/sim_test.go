@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +18,7 @@ var (
 	simMax       = flag.Int("simulate.max", 0, "simulate with this MaxSamples instead of the default (targets are then not checked)")
 	simNullReps  = flag.Int("simulate.nullreps", 0, "A/A comparisons per model and noise (default 2000)")
 	simReps      = flag.Int("simulate.reps", 0, "comparisons per model, noise and effect (default 500)")
+	simNoises    = flag.String("simulate.noises", "", "comma-separated relative noise levels (default 0.02,0.05,0.15)")
 	simPlan      = flag.String("simulate.plan", "compare", "look schedule: compare, bisect (the bisection's endpoint check and search) or check (its re-verification of a suspect)")
 )
 
@@ -49,7 +52,16 @@ func TestSimulation(t *testing.T) {
 	if *simMax != 0 {
 		th.MaxSamples = *simMax
 	}
+	var noises []float64
+	for _, f := range strings.FieldsFunc(*simNoises, func(r rune) bool { return r == ',' }) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			t.Fatalf("-simulate.noises: %q is not a noise level such as 0.05", f)
+		}
+		noises = append(noises, v)
+	}
 	cfg := SimConfig{
+		Noises:     noises,
 		NullReps:   *simNullReps,
 		Reps:       *simReps,
 		Thresholds: th,
@@ -84,8 +96,9 @@ func TestSimulationSmall(t *testing.T) {
 // sampling error of a finite simulation (rates are compared with 2.33
 // standard errors of slack, about 99% one-sided):
 //   - A/A false "different" at most Alpha, per cell and over all cells;
-//   - false "same" at most 5% for a true effect of 1.5×MinEffect and at
-//     most 1% for 2×MinEffect, in every cell;
+//   - false "same" at most (1-Confidence)/2 for a true effect of exactly
+//     MinEffect (the guarantee of the equivalence test), at most 5% for
+//     1.5×MinEffect and at most 1% for 2×MinEffect, in every cell;
 //   - the final interval holds the true ratio in at least Confidence of
 //     the comparisons of every cell;
 //   - for compare's plan (budget 30 runs per side), at least 95%
@@ -110,7 +123,8 @@ func checkTargets(t *testing.T, rows []SimRow, th Thresholds) {
 		if !within(r.Runs-r.Covered, r.Runs, 1-th.Confidence) {
 			t.Errorf("%s: interval coverage %.1f%% is below %g%%", cell, 100*float64(r.Covered)/float64(r.Runs), 100*th.Confidence)
 		}
-		if r.Effect == 1.5*r.MinEffect && !within(r.Same, r.Runs, 0.05) || r.Effect == 2*r.MinEffect && !within(r.Same, r.Runs, 0.01) {
+		if r.Effect == r.MinEffect && !within(r.Same, r.Runs, shiftLevel(th.Confidence)) ||
+			r.Effect == 1.5*r.MinEffect && !within(r.Same, r.Runs, 0.05) || r.Effect == 2*r.MinEffect && !within(r.Same, r.Runs, 0.01) {
 			t.Errorf("%s: false same %.1f%%", cell, 100*float64(r.Same)/float64(r.Runs))
 		}
 		if r.Effect == 0 {
