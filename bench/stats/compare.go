@@ -90,7 +90,7 @@ type Comparison struct {
 	// one-sided Mann–Whitney p-values against a ratio at or below
 	// 1-MinEffect and against one at or above 1+MinEffect (two one-sided
 	// tests). PSame <= ShiftAlpha exactly when [Lo, Hi] lies inside
-	// [1-MinEffect, 1+MinEffect].
+	// (1-MinEffect, 1+MinEffect); that is the Same verdict.
 	PSame float64
 	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
 	// is what LookAlpha is compared against.
@@ -206,7 +206,7 @@ func decide(c Comparison) Verdict {
 	if math.IsNaN(c.Lo) {
 		return Unknown
 	}
-	if c.Lo >= 1-c.MinEffect && c.Hi <= 1+c.MinEffect {
+	if c.PSame <= c.ShiftAlpha { // [Lo, Hi] inside (1-MinEffect, 1+MinEffect)
 		return Same
 	}
 	if c.P >= c.LookAlpha {

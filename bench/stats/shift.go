@@ -130,15 +130,12 @@ func shiftInterval(a, b []float64, alpha, minEffect float64) shift {
 		s.lo, s.hi = math.Exp(d[c-1]), math.Exp(d[len(d)-c])
 	}
 	// The test of "ratio <= 1-minEffect" rejects when few differences lie
-	// below log(1-minEffect): p = P(U <= that count), and p <= alpha
-	// exactly when the lower limit is at or above 1-minEffect.
-	below, _ := slices.BinarySearch(d, math.Log(1-minEffect))
-	notAbove, _ := slices.BinarySearchFunc(d, math.Log(1+minEffect), func(x, t float64) int {
-		if x <= t {
-			return -1
-		}
-		return 1
-	})
+	// at or below log(1-minEffect): p = P(U <= that count), and p <= alpha
+	// exactly when the lower limit is above 1-minEffect. A difference at
+	// the edge (ties in coarse data, to rounding) counts against "same".
+	const edge = 1e-12
+	below, _ := slices.BinarySearch(d, math.Log(1-minEffect)+edge)
+	notAbove, _ := slices.BinarySearch(d, math.Log(1+minEffect)-edge)
 	s.pSame = math.Max(cdf[below], cdf[len(d)-notAbove])
 	return s
 }

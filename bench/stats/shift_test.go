@@ -103,7 +103,8 @@ func TestShiftIntervalInvertsMannWhitney(t *testing.T) {
 }
 
 // TestPSameMatchesInterval checks that the equivalence p-value and the
-// interval give the same verdict, including at the band's edges.
+// interval give the same verdict, and that differences tied at the band's
+// edge count against "same".
 func TestPSameMatchesInterval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	for range 300 {
@@ -117,7 +118,7 @@ func TestPSameMatchesInterval(t *testing.T) {
 		a, b = sorted(a), sorted(b)
 		alpha := []float64{0.002, 0.02, 0.05}[rng.IntN(3)]
 		s := shiftInterval(a, b, alpha, 0.03)
-		inside := s.lo >= 0.97 && s.hi <= 1.03
+		inside := s.lo > 0.97 && s.hi < 1.03
 		if inside != (s.pSame <= alpha) {
 			t.Fatalf("n=%d alpha %v: interval [%v, %v], p same %v", n, alpha, s.lo, s.hi, s.pSame)
 		}
@@ -198,5 +199,19 @@ func TestShiftBonferroniFallback(t *testing.T) {
 	}
 	if level := shiftLevel(th.Confidence); spent > level*(1+1e-12) || spent < 0.99*level {
 		t.Errorf("looks %v spend %v of %v", looks, spent, level)
+	}
+}
+
+func TestPSameTiesAtTheEdge(t *testing.T) {
+	// Coarse data shifted by exactly the minimum effect: most differences
+	// sit at the edge of the band, to rounding. They must not make "same".
+	a := []float64{0.10, 0.10, 0.10, 0.10, 0.10, 0.11, 0.11, 0.11, 0.11, 0.11, 0.11, 0.12}
+	b := make([]float64, len(a))
+	for i, x := range a {
+		b[i] = 1.05 * x
+	}
+	s := shiftInterval(a, b, 0.05, 0.05)
+	if s.pSame <= 0.05 {
+		t.Errorf("a shift of exactly the minimum effect gives p same %v (interval [%v, %v])", s.pSame, s.lo, s.hi)
 	}
 }
