@@ -431,7 +431,7 @@ func FormatSimTable(rows []SimRow) string {
 		if r.Effect == 0 {
 			wrong = "-" // every "different" is false; see the different column
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %g%% | %d | %s | %s | %s | %s | %d | %s | %.1f |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %.3g%% | %d | %s | %s | %s | %s | %d | %s | %.1f |\n",
 			r.Model, noiseName(r.Noise), 100*r.Effect, r.Runs, pct(r.Different, r.Runs), wrong,
 			pct(r.Same, r.Runs), pct(r.Inconclusive, r.Runs), unknown, pct(r.Covered, r.Runs), r.MeanSamples)
 	}
