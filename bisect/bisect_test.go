@@ -126,7 +126,7 @@ func TestBisect(t *testing.T) {
 		{"culprit is the bad commit", history(20, nil, map[int]float64{19: 0.25}, nil), OutcomeFound, [][]int{{19}}},
 		{"culprit bordered by broken commits", history(40, []int{22}, map[int]float64{23: 0.25}, []int{20, 21}), OutcomeFound, [][]int{{20, 21, 23}}},
 		{"culprit inside a broken stretch", history(40, nil, map[int]float64{21: 0.25}, []int{20, 21, 22}), OutcomeFound, [][]int{{20, 21, 22, 23}}},
-		{"no regression", history(30, []int{4}, nil, nil), OutcomeNoRegression, nil},
+		// "no regression" is in TestEndpointMessages.
 		{"improvement", history(30, nil, map[int]float64{9: -0.25}, nil), OutcomeImprovement, nil},
 	}
 	for _, tt := range tests {
@@ -479,5 +479,46 @@ func TestResumeOldState(t *testing.T) {
 		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.Culprits, want.Culprits) || got.SamplesTaken != want.SamplesTaken {
 			t.Fatalf("stop %d: resumed old state differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
 		}
+	}
+}
+
+// TestEndpointMessages checks that "no regression reproduced" is said only
+// on an equivalence verdict, and that endpoints the budget cannot decide
+// say so, with the interval and what to do.
+func TestEndpointMessages(t *testing.T) {
+	tests := []struct {
+		name    string
+		h       *SimHistory
+		sigma   float64
+		outcome Outcome
+		kind    notify.Kind
+		want    []string
+	}{
+		{"same", history(30, []int{4}, nil, nil), 0.03, OutcomeNoRegression, notify.NoRegression,
+			[]string{"no regression reproduced: ", "is within ±5% of", "(same, "}},
+		{"too noisy for the budget", history(30, nil, map[int]float64{12: -0.04}, nil), 0.10, OutcomeNotShown, notify.Inconclusive,
+			[]string{"could not show a regression within the budget: ", "(inconclusive, ", "], p=",
+				"--max-samples or stats.max_samples, now 20 per side", "--set rows="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := newDetLab(tt.h, tt.sigma)
+			s := runHistory(t, tt.h, lab, lab, stats.LowerIsBetter)
+			if s.Outcome != tt.outcome {
+				t.Fatalf("outcome %s (%s), want %s", s.Outcome, s.Summary, tt.outcome)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(s.Summary, w) {
+					t.Errorf("summary %q lacks %q", s.Summary, w)
+				}
+			}
+			if tt.outcome != OutcomeNoRegression && strings.Contains(s.Summary, "no regression") {
+				t.Errorf("summary %q claims no regression without an equivalence verdict", s.Summary)
+			}
+			t.Log(s.Summary)
+			if f := s.Finding(Report{Branch: "master"}); f.Kind != tt.kind {
+				t.Errorf("finding kind %s, want %s", f.Kind, tt.kind)
+			}
+		})
 	}
 }

@@ -55,8 +55,10 @@ func (s *State) Next(now time.Time) Action {
 				s.Phase = PhaseSearch
 			case VerdictImprovement:
 				s.finishEndpoints(now, OutcomeImprovement)
-			default:
+			case VerdictSame:
 				s.finishEndpoints(now, OutcomeNoRegression)
+			default:
+				s.finishEndpoints(now, OutcomeNotShown)
 			}
 		case PhaseSearch:
 			act, ok := s.searchStep(now)
@@ -465,8 +467,15 @@ func (s *State) finishEndpoints(now time.Time, o Outcome) {
 	switch o {
 	case OutcomeImprovement:
 		s.Summary = fmt.Sprintf("no regression: %s is better than %s on %s, %s (%s)", b.Short(), g.Short(), s.Inputs.Metric, s.better(), p.Result)
+	case OutcomeNoRegression:
+		// Only an equivalence verdict says so: the whole interval is
+		// within the minimum effect.
+		s.Summary = fmt.Sprintf("no regression reproduced: %s is within ±%.3g%% of %s on %s, %s (%s, %s)",
+			b.Short(), 100*s.Inputs.Thresholds.MinEffect, g.Short(), s.Inputs.Metric, s.better(), p.Verdict, p.Result)
 	default:
-		s.Summary = fmt.Sprintf("no regression reproduced: %s is not measurably worse than %s on %s, %s (%s, %s)", b.Short(), g.Short(), s.Inputs.Metric, s.better(), p.Verdict, p.Result)
+		s.Summary = fmt.Sprintf("could not show a regression within the budget: %s is neither shown worse than %s on %s nor within ±%.3g%% of it, %s (%s, %s); "+
+			"more samples (--max-samples or stats.max_samples, now %d per side) or a larger workload (--set rows=...) can decide it",
+			b.Short(), g.Short(), s.Inputs.Metric, 100*s.Inputs.Thresholds.MinEffect, s.better(), p.Verdict, p.Result, s.Inputs.Thresholds.MaxSamples)
 	}
 	s.done(now)
 }

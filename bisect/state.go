@@ -180,8 +180,13 @@ type Outcome string
 const (
 	// OutcomeFound: at least one culprit (or culprit range) confirmed.
 	OutcomeFound Outcome = "found"
-	// OutcomeNoRegression: bad is not measurably worse than good.
+	// OutcomeNoRegression: bad is shown to be within the minimum effect of
+	// good (the endpoint comparison's verdict is "same").
 	OutcomeNoRegression Outcome = "no-regression"
+	// OutcomeNotShown: the endpoint comparison ran out of budget without
+	// showing either a regression or that there is none; more samples or
+	// a larger workload may decide it.
+	OutcomeNotShown Outcome = "not-shown"
 	// OutcomeImprovement: bad is measurably better than good.
 	OutcomeImprovement Outcome = "improvement"
 	// OutcomeUnresolved: the endpoints differ, but no culprit survived the

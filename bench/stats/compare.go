@@ -71,10 +71,27 @@ type Comparison struct {
 	Direction Direction
 	// A is the baseline (older, good) sample, B the candidate (newer).
 	A, B Summary
-	// Ratio is median(B)/median(A); Lo and Hi bound its bootstrap interval at
-	// Confidence. All three are NaN when a median is not positive.
+	// Ratio estimates the ratio of B to A: the Hodges–Lehmann shift of the
+	// log values, exp(median of log b - log a over all pairs), which is
+	// median(B)/median(A) when B is A scaled. Lo and Hi bound its
+	// rank-based interval at this look's level ShiftAlpha per side, chosen
+	// so that the interval holds the true ratio with probability at least
+	// Confidence at whatever look the sampling stops. A look whose level no
+	// interval can reach (too few runs) has Lo 0 and Hi +Inf. All three are
+	// NaN when a value is not positive.
 	Ratio, Lo, Hi float64
 	Confidence    float64
+	// MedianRatio is median(B)/median(A), NaN when a median is not
+	// positive.
+	MedianRatio float64
+	// ShiftAlpha is the one-sided level of Lo and of Hi at this look.
+	ShiftAlpha float64
+	// PSame is the p-value of the equivalence test: the larger of the
+	// one-sided Mann–Whitney p-values against a ratio at or below
+	// 1-MinEffect and against one at or above 1+MinEffect (two one-sided
+	// tests). PSame <= ShiftAlpha exactly when [Lo, Hi] lies inside
+	// (1-MinEffect, 1+MinEffect); that is the Same verdict.
+	PSame float64
 	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
 	// is what LookAlpha is compared against.
 	PMannWhitney, PKS, P float64
@@ -127,6 +144,9 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		Ratio:        math.NaN(),
 		Lo:           math.NaN(),
 		Hi:           math.NaN(),
+		MedianRatio:  math.NaN(),
+		ShiftAlpha:   th.shiftAlpha(min(len(sa), len(sb))),
+		PSame:        1,
 		Confidence:   th.Confidence,
 		PMannWhitney: 1,
 		PKS:          1,
@@ -149,9 +169,10 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		c.Warnings = append(c.Warnings, "values include NaN or infinity: no verdict")
 		return c
 	}
-	if c.A.Median > 0 && c.B.Median > 0 && sa[0] > 0 && sb[0] > 0 {
-		c.Ratio = c.B.Median / c.A.Median
-		c.Lo, c.Hi = RatioCI(sa, sb, th.Confidence, th.Resamples)
+	if sa[0] > 0 && sb[0] > 0 {
+		c.MedianRatio = c.B.Median / c.A.Median
+		sh := shiftInterval(sa, sb, c.ShiftAlpha, th.MinEffect)
+		c.Ratio, c.Lo, c.Hi, c.PSame = sh.ratio, sh.lo, sh.hi, sh.pSame
 	} else {
 		c.Warnings = append(c.Warnings, "values are not all positive, so there is no ratio of medians and no verdict")
 	}
@@ -185,7 +206,7 @@ func decide(c Comparison) Verdict {
 	if math.IsNaN(c.Lo) {
 		return Unknown
 	}
-	if c.Lo >= 1-c.MinEffect && c.Hi <= 1+c.MinEffect {
+	if c.PSame <= c.ShiftAlpha { // [Lo, Hi] inside (1-MinEffect, 1+MinEffect)
 		return Same
 	}
 	if c.P >= c.LookAlpha {

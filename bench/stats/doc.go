@@ -21,21 +21,23 @@
 //     Mann–Whitney test, which has the power for shifts of location, gets
 //     four fifths of the level, and KS, there to catch changes of shape such
 //     as a share of runs getting slower, gets one fifth.
-//   - Effect: Ratio = median(B)/median(A) with a percentile bootstrap
-//     interval at Confidence. The bootstrap resamples Harrell–Davis medians
-//     (a weighted average of the order statistics around the middle), which
-//     estimate the same median but do not jump between two values the way a
-//     resampled sample median does, so the interval is both shorter and more
-//     honest for small and multimodal samples. The generator is seeded from
-//     a hash of the sorted inputs: the same data always gives the same
-//     Comparison, whatever order the runs arrived in.
+//   - Effect: Ratio is the Hodges–Lehmann estimate of the ratio B/A, the
+//     median over all pairs of log b - log a, exponentiated; Lo and Hi are
+//     its rank-based limits, the differences at the cut where the
+//     one-sided Mann–Whitney test of that shift reaches the look's level
+//     ShiftAlpha. Under a multiplicative change (B distributed as r·A)
+//     the limits miss r with probability at most ShiftAlpha on each side,
+//     whatever the distribution of the runs. The same data always give the
+//     same Comparison, whatever order the runs arrived in.
 //   - Verdict, at every look:
-//     Same when the interval lies inside [1-MinEffect, 1+MinEffect]: evidence
-//     of no change that matters, not merely a missing difference.
+//     Same when the interval lies inside [1-MinEffect, 1+MinEffect]: two
+//     one-sided tests reject a ratio at or beyond either edge (PSame <=
+//     ShiftAlpha), evidence of no change that matters, not merely a
+//     missing difference.
 //     Regression or Improvement when P < LookAlpha and the interval (and the
 //     ratio) lie on one side of 1, the interval not inside that band. So a
-//     "different" needs both a significant rank test and a median that moved
-//     in a definite direction; its size may be below MinEffect only if the
+//     "different" needs both a significant rank test and a shift in a
+//     definite direction; its size may be below MinEffect only if the
 //     interval reaches beyond it. A real change whose whole interval is
 //     within MinEffect is Same, with a warning: for bisecting, a commit that
 //     costs 0.5% is not the culprit of a 10% regression.
@@ -73,9 +75,27 @@
 // the planned sizes, as Thresholds.More plans; with ties the tests are
 // conditional permutation tests and the boundary is approximate.
 //
-// The package also holds a seeded simulation (Simulate, FormatSimTable) that
-// measures false-positive rate, power, inconclusive rate and samples used
-// under noise models seen in PostgreSQL benchmarks; run it with
+// The interval has the same kind of boundary (shift.go): the same weights,
+// scaled by a null simulation so that over all looks each limit excludes
+// the true ratio in at most (1-Confidence)/2 of the comparisons. Because
+// the test of the true shift is a null test, this holds for every true
+// ratio at once: the interval reported at the look where the sampler stops
+// holds the true ratio with probability at least Confidence (a repeated
+// confidence interval), and a true change of exactly MinEffect ends
+// "same" with probability at most (1-Confidence)/2, 2.5% by default,
+// however many looks were taken. With the defaults the limits use a
+// one-sided level of 0.0021 at 10 to 25 runs per side and 0.021 at 30; at
+// 5 runs per side no interval reaches the level and [Lo, Hi] is [0, +Inf).
 //
-//	go test ./bench/stats -run TestSimulation -simulate -simulate.out /tmp/sim.md -v
+// The package also holds a seeded simulation (Simulate, FormatSimTable) that
+// measures false-positive rate, power, false "same" rate, interval
+// coverage, inconclusive rate and samples used under noise models seen in
+// PostgreSQL benchmarks, including heavy tails, autocorrelation and drift;
+// run it with (plans: compare, bisect, check)
+//
+//	go test ./bench/stats -run 'TestSimulation$' -simulate -simulate.plan compare -simulate.out /tmp/sim.md -v
+//
+// and its check against recorded real noise with
+//
+//	go test ./bench/stats -run 'TestRealNoise$' -realnoise.full -realnoise.out /tmp/real.md -v
 package stats

@@ -30,5 +30,5 @@ func ExampleThresholds_More() {
 	// n=10: unknown
 	// n=15: unknown
 	// n=20: regression
-	// +10% worse [1.05, 1.13]
+	// +9% worse [1.04, 1.15]
 }

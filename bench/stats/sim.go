@@ -4,24 +4,41 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 )
 
-// A NoiseModel draws one measurement of a benchmark whose true median is
-// near 1, with relative noise about s (a fraction).
+// A NoiseModel draws the measurements of a benchmark whose true median is
+// near 1, with relative noise about s (a fraction). Exactly one of Draw and
+// Stream is set.
 type NoiseModel struct {
 	Name string
 	// About says how the model is built, for the table's legend.
 	About string
-	Draw  func(r *rand.Rand, s float64) float64
+	// Draw draws one independent measurement.
+	Draw func(r *rand.Rand, s float64) float64
+	// Stream returns the source of one comparison's measurements, for
+	// noise that depends on time (drift, autocorrelation) or replays
+	// recordings. The source is called in the order the sampler takes the
+	// runs (A B B A A B ...) with the side: 0 for A, 1 for B.
+	Stream func(r *rand.Rand, s float64) func(side int) float64
+}
+
+// source returns the measurement source of one comparison under m.
+func (m NoiseModel) source(r *rand.Rand, s float64) func(side int) float64 {
+	if m.Stream != nil {
+		return m.Stream(r, s)
+	}
+	return func(int) float64 { return m.Draw(r, s) }
 }
 
 // NoiseModels are the models Simulate uses by default, chosen from what
 // PostgreSQL benchmarks show: symmetric run-to-run noise, a right-skewed
 // time distribution, occasional much slower runs (a checkpoint or cache
-// eviction landing in one run), and two distinct states a fresh server can
-// settle in (huge pages, NUMA placement).
+// eviction landing in one run), two distinct states a fresh server can
+// settle in (huge pages, NUMA placement), heavy tails, and noise that is
+// correlated in time (a machine whose speed wanders while it measures).
 var NoiseModels = []NoiseModel{
 	{
 		Name:  "normal",
@@ -63,18 +80,63 @@ var NoiseModels = []NoiseModel{
 			return x - 0.3*d
 		},
 	},
+	{
+		Name:  "heavy-tailed",
+		About: "exp(b·T₃), T₃ Student's t with 3 degrees of freedom (infinite kurtosis), b = s/√3 so the log has stddev s",
+		Draw: func(r *rand.Rand, s float64) float64 {
+			return math.Exp(s / math.Sqrt(3) * studentT3(r))
+		},
+	},
+	{
+		Name:  "AR(1)",
+		About: "exp(x_t), x_t = 0.8·x_{t-1} + 0.6·s·Z_t in the order the runs are taken: each run's log noise correlated 0.8 with the previous run's, stddev s",
+		Stream: func(r *rand.Rand, s float64) func(int) float64 {
+			x := s * r.NormFloat64()
+			return func(int) float64 {
+				x = 0.8*x + 0.6*s*r.NormFloat64()
+				return math.Exp(x)
+			}
+		},
+	},
+	{
+		Name:  "drift",
+		About: "exp(w_t + e_t): a mean-reverting walk w (stddev s/√2, correlation time 50 runs) that moves the machine's speed, plus independent noise e (stddev s/√2)",
+		Stream: func(r *rand.Rand, s float64) func(int) float64 {
+			const theta = 1.0 / 50
+			b := s / math.Sqrt2
+			w := b * r.NormFloat64()
+			return func(int) float64 {
+				w = (1-theta)*w + b*math.Sqrt(2*theta)*r.NormFloat64()
+				return math.Exp(w + b*r.NormFloat64())
+			}
+		},
+	},
+}
+
+// studentT3 draws from Student's t distribution with 3 degrees of freedom.
+func studentT3(r *rand.Rand) float64 {
+	chi2 := 0.0
+	for range 3 {
+		z := r.NormFloat64()
+		chi2 += z * z
+	}
+	return r.NormFloat64() / math.Sqrt(chi2/3)
 }
 
 // SimConfig configures Simulate. Zero fields take the defaults in brackets.
 type SimConfig struct {
-	Models     []NoiseModel // [NoiseModels]
-	Noises     []float64    // relative noise levels [0.05, 0.15]
-	Effects    []float64    // true relative changes of the median, > 0 [0.03, 0.05, 0.10, 0.20]
-	NullReps   int          // A/A comparisons per model and noise [2000]
-	Reps       int          // comparisons per model, noise and effect [500]
-	Thresholds Thresholds   // [DefaultThresholds]
-	Seed       uint64       // [1]
-	Workers    int          // goroutines [1]
+	Models  []NoiseModel // [NoiseModels]
+	Noises  []float64    // relative noise levels [0.02, 0.05, 0.15]
+	Effects []float64    // true relative changes of the median, > 0 [0.03, 0.05, 0.10, 0.20]
+	// SameEffects are multiples of MinEffect whose effects are added to
+	// Effects, to measure how often a real effect is called "same"
+	// [1, 1.5, 2].
+	SameEffects []float64
+	NullReps    int        // A/A comparisons per model and noise [2000]
+	Reps        int        // comparisons per model, noise and effect [500]
+	Thresholds  Thresholds // [DefaultThresholds]
+	Seed        uint64     // [1]
+	Workers     int        // goroutines [1]
 }
 
 // SimRow is the outcome of the comparisons of one cell: one noise model at
@@ -83,11 +145,19 @@ type SimRow struct {
 	Model  string
 	Noise  float64
 	Effect float64
-	Runs   int
+	// MinEffect is the band of "same" the comparisons used.
+	MinEffect float64
+	// Probe marks a cell added by SimConfig.SameEffects: its effect is
+	// there to count false "same" verdicts, not to show power.
+	Probe bool
+	Runs  int
 	// Different counts Regression or Improvement verdicts; Wrong counts
 	// those whose direction contradicts the truth (every Different is wrong
 	// when Effect is 0).
 	Different, Wrong, Same, Inconclusive int
+	// Covered counts comparisons whose final interval [Lo, Hi] holds the
+	// true ratio of B to A.
+	Covered int
 	// MeanSamples is the mean number of runs per side when the comparison
 	// stopped.
 	MeanSamples float64
@@ -98,19 +168,23 @@ type SimRow struct {
 
 // Simulate runs seeded sequential comparisons exactly as a sampler would:
 // StartSamples per side, then Batch more per side while Thresholds.More
-// asks, up to MaxSamples. Half the comparisons use LowerIsBetter and half
-// HigherIsBetter, and half make B larger by 1+effect while half make it
-// smaller by the same factor, so both directions are tested. The result
-// depends only on cfg, not on Workers.
+// asks, up to MaxSamples, taking the runs in the sampler's order A B B A.
+// Half the comparisons use LowerIsBetter and half HigherIsBetter, and half
+// make B larger by 1+effect while half make it smaller by the same factor,
+// so both directions are tested. The result depends only on cfg, not on
+// Workers.
 func Simulate(cfg SimConfig) []SimRow {
 	if cfg.Models == nil {
 		cfg.Models = NoiseModels
 	}
 	if cfg.Noises == nil {
-		cfg.Noises = []float64{0.05, 0.15}
+		cfg.Noises = []float64{0.02, 0.05, 0.15}
 	}
 	if cfg.Effects == nil {
 		cfg.Effects = []float64{0.03, 0.05, 0.10, 0.20}
+	}
+	if cfg.SameEffects == nil {
+		cfg.SameEffects = []float64{1, 1.5, 2}
 	}
 	if cfg.NullReps <= 0 {
 		cfg.NullReps = 2000
@@ -123,13 +197,22 @@ func Simulate(cfg SimConfig) []SimRow {
 	}
 	cfg.Workers = max(cfg.Workers, 1)
 	th := cfg.Thresholds.WithDefaults()
+	effects := slices.Clone(cfg.Effects)
+	probe := map[float64]bool{}
+	for _, k := range cfg.SameEffects {
+		if e := k * th.MinEffect; !slices.Contains(effects, e) {
+			effects = append(effects, e)
+			probe[e] = true
+		}
+	}
+	slices.Sort(effects)
 
 	var rows []SimRow
 	for _, m := range cfg.Models {
 		for _, s := range cfg.Noises {
-			rows = append(rows, SimRow{Model: m.Name, Noise: s, Runs: cfg.NullReps})
-			for _, e := range cfg.Effects {
-				rows = append(rows, SimRow{Model: m.Name, Noise: s, Effect: e, Runs: cfg.Reps})
+			rows = append(rows, SimRow{Model: m.Name, Noise: s, MinEffect: th.MinEffect, Runs: cfg.NullReps})
+			for _, e := range effects {
+				rows = append(rows, SimRow{Model: m.Name, Noise: s, Effect: e, MinEffect: th.MinEffect, Probe: probe[e], Runs: cfg.Reps})
 			}
 		}
 	}
@@ -143,6 +226,7 @@ func Simulate(cfg SimConfig) []SimRow {
 		row       int
 		verdict   Verdict
 		wrong     bool
+		covered   bool
 		n         int
 		relStddev float64
 	}
@@ -156,8 +240,8 @@ func Simulate(cfg SimConfig) []SimRow {
 			for j := range jobs {
 				row := rows[j.row]
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(j.row)<<32|uint64(j.rep)))
-				c, wrong := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
-				outcomes <- outcome{j.row, c.Verdict, wrong, min(c.A.N, c.B.N), c.A.RelStddev}
+				c, wrong, covered := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
+				outcomes <- outcome{j.row, c.Verdict, wrong, covered, min(c.A.N, c.B.N), c.A.RelStddev}
 			}
 		}()
 	}
@@ -184,6 +268,9 @@ func Simulate(cfg SimConfig) []SimRow {
 		if o.wrong {
 			r.Wrong++
 		}
+		if o.covered {
+			r.Covered++
+		}
 		r.MeanSamples += float64(o.n)
 		r.RelStddev += o.relStddev
 	}
@@ -195,31 +282,41 @@ func Simulate(cfg SimConfig) []SimRow {
 }
 
 // simulateOne runs one sequential comparison and reports whether its
-// verdict is a difference in the wrong direction.
-func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (Comparison, bool) {
+// verdict is a difference in the wrong direction and whether its final
+// interval holds the true ratio.
+func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered bool) {
 	dir := Direction(rep % 2)
 	factor := 1 + effect
 	if (rep/2)%2 == 1 {
 		factor = 1 / factor
 	}
+	draw := m.source(rng, s)
 	var a, b []float64
-	c := Comparison{Verdict: Unknown}
+	c = Comparison{Verdict: Unknown}
 	for more := th.StartSamples; more > 0; more = th.More(c) {
 		for range more {
-			a = append(a, m.Draw(rng, s))
-			b = append(b, factor*m.Draw(rng, s))
+			// A B, then B A: the order of the sampler, which makes a
+			// steady drift hit both sides alike.
+			if len(a)%2 == 0 {
+				a = append(a, draw(0))
+				b = append(b, factor*draw(1))
+			} else {
+				b = append(b, factor*draw(1))
+				a = append(a, draw(0))
+			}
 		}
 		c = Compare(a, b, dir, th)
 	}
+	covered = c.Lo <= factor && factor <= c.Hi
 	if !c.Verdict.Different() {
-		return c, false
+		return c, false, covered
 	}
 	if effect == 0 {
-		return c, true
+		return c, true, covered
 	}
 	bHigher := factor > 1
 	regression := bHigher == (dir == LowerIsBetter)
-	return c, regression != (c.Verdict == Regression)
+	return c, regression != (c.Verdict == Regression), covered
 }
 
 // FormatSimTable renders rows as Markdown: a summary line per model and
@@ -240,7 +337,7 @@ func FormatSimTable(rows []SimRow) string {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], r)
-		if r.Effect > 0 && !seen[r.Effect] {
+		if r.Effect > 0 && !r.Probe && !seen[r.Effect] {
 			seen[r.Effect] = true
 			effects = append(effects, r.Effect)
 		}
@@ -256,16 +353,17 @@ func FormatSimTable(rows []SimRow) string {
 	for _, e := range effects {
 		fmt.Fprintf(&sb, " power %g%% |", 100*e)
 	}
-	sb.WriteString(" inconclusive | mean n/side | wrong direction |\n|---|---|---|---|---|")
+	sb.WriteString(" same at 1× | same at 1.5× | same at 2× | coverage | inconclusive | mean n/side | wrong direction |\n|---|---|---|---|---|")
 	for range effects {
 		sb.WriteString("---|")
 	}
-	sb.WriteString("---|---|---|\n")
+	sb.WriteString("---|---|---|---|---|---|---|\n")
 	for _, k := range order {
 		g := groups[k]
 		var null SimRow
 		power := make(map[float64]SimRow)
-		runs, inconclusive, wrong := 0, 0, 0
+		same := make(map[float64]SimRow) // by multiple of MinEffect
+		runs, inconclusive, wrong, covered := 0, 0, 0, 0
 		samples := 0.0
 		for _, r := range g {
 			if r.Effect == 0 {
@@ -274,19 +372,28 @@ func FormatSimTable(rows []SimRow) string {
 				power[r.Effect] = r
 				wrong += r.Wrong
 			}
+			for _, m := range []float64{1, 1.5, 2} {
+				if r.Effect == m*r.MinEffect {
+					same[m] = r
+				}
+			}
 			runs += r.Runs
 			inconclusive += r.Inconclusive
+			covered += r.Covered
 			samples += r.MeanSamples * float64(r.Runs)
 		}
-		fmt.Fprintf(&sb, "| %s | %g%% | %.1f%% | %s | %s |", k.model, 100*k.noise, 100*null.RelStddev,
+		fmt.Fprintf(&sb, "| %s | %s | %.1f%% | %s | %s |", k.model, noiseName(k.noise), 100*null.RelStddev,
 			pct(null.Different, null.Runs), pct(null.Same, null.Runs))
 		for _, e := range effects {
 			fmt.Fprintf(&sb, " %s |", pct(power[e].Different, power[e].Runs))
 		}
-		fmt.Fprintf(&sb, " %s | %.1f | %d |\n", pct(inconclusive, runs), samples/float64(runs), wrong)
+		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].Same, same[1].Runs), pct(same[1.5].Same, same[1.5].Runs), pct(same[2].Same, same[2].Runs),
+			pct(covered, runs), pct(inconclusive, runs), samples/float64(runs), wrong)
 	}
 
 	nullRuns, nullDiff, wrong, wrongRuns := 0, 0, 0, 0
+	var falseSame [3]struct{ n, of int }
+	covered, all := 0, 0
 	for _, r := range rows {
 		if r.Effect == 0 {
 			nullRuns += r.Runs
@@ -295,24 +402,47 @@ func FormatSimTable(rows []SimRow) string {
 			wrong += r.Wrong
 			wrongRuns += r.Runs
 		}
+		for i, m := range []float64{1, 1.5, 2} {
+			if r.Effect == m*r.MinEffect {
+				falseSame[i].n += r.Same
+				falseSame[i].of += r.Runs
+			}
+		}
+		covered += r.Covered
+		all += r.Runs
 	}
 	if nullRuns > 0 {
 		rate := float64(nullDiff) / float64(nullRuns)
 		fmt.Fprintf(&sb, "\nAll A/A comparisons: %d of %d false \"different\" (%.2f%%, 95%% upper bound %.2f%%). Wrong direction: %d of %d comparisons with an effect.\n",
 			nullDiff, nullRuns, 100*rate, 100*(rate+1.96*math.Sqrt(rate*(1-rate)/float64(nullRuns))), wrong, wrongRuns)
 	}
+	if falseSame[1].of > 0 {
+		fmt.Fprintf(&sb, "\"Same\" for a real change: %d of %d at 1× min effect (%s), %d of %d at 1.5× (%s), %d of %d at 2× (%s). Interval coverage: %d of %d (%s).\n",
+			falseSame[0].n, falseSame[0].of, pct(falseSame[0].n, falseSame[0].of),
+			falseSame[1].n, falseSame[1].of, pct(falseSame[1].n, falseSame[1].of),
+			falseSame[2].n, falseSame[2].of, pct(falseSame[2].n, falseSame[2].of), covered, all, pct(covered, all))
+	}
 
-	sb.WriteString("\n| model | noise | effect | runs | different | wrong direction | same | inconclusive | unknown | mean n/side |\n")
-	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("\n| model | noise | effect | runs | different | wrong direction | same | inconclusive | unknown | coverage | mean n/side |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		unknown := r.Runs - r.Different - r.Same - r.Inconclusive
 		wrong := fmt.Sprint(r.Wrong)
 		if r.Effect == 0 {
 			wrong = "-" // every "different" is false; see the different column
 		}
-		fmt.Fprintf(&sb, "| %s | %g%% | %g%% | %d | %s | %s | %s | %s | %d | %.1f |\n",
-			r.Model, 100*r.Noise, 100*r.Effect, r.Runs, pct(r.Different, r.Runs), wrong,
-			pct(r.Same, r.Runs), pct(r.Inconclusive, r.Runs), unknown, r.MeanSamples)
+		fmt.Fprintf(&sb, "| %s | %s | %.3g%% | %d | %s | %s | %s | %s | %d | %s | %.1f |\n",
+			r.Model, noiseName(r.Noise), 100*r.Effect, r.Runs, pct(r.Different, r.Runs), wrong,
+			pct(r.Same, r.Runs), pct(r.Inconclusive, r.Runs), unknown, pct(r.Covered, r.Runs), r.MeanSamples)
 	}
 	return sb.String()
+}
+
+// noiseName is the table's noise column: the model's nominal level, or
+// "recorded" for models that replay recordings (level 0).
+func noiseName(s float64) string {
+	if s == 0 {
+		return "recorded"
+	}
+	return fmt.Sprintf("%g%%", 100*s)
 }

@@ -12,8 +12,11 @@ type Thresholds struct {
 	// Alpha is the family-wise rate of a false "different" verdict across all
 	// looks of one comparison, in (0, 0.5). Default 0.01.
 	Alpha float64
-	// Confidence is the level of the bootstrap interval of the ratio of
-	// medians, in (0, 1). Default 0.95.
+	// Confidence is the level of the interval of the ratio, in (0, 1),
+	// holding over all looks: the interval at the look where sampling stops
+	// holds the true ratio with at least this probability, and a true
+	// change of exactly MinEffect is called "same" with probability at most
+	// (1-Confidence)/2. Default 0.95.
 	Confidence float64
 	// MinEffect is the smallest relative change that matters, as a fraction
 	// (0.03 = 3%). "Same" requires the interval inside [1-MinEffect,
@@ -31,7 +34,9 @@ type Thresholds struct {
 	// MaxTime is a wall-clock budget for one comparison, enforced by the
 	// sampler (see Comparison.AtBudget). Default 0: none.
 	MaxTime time.Duration
-	// Resamples is the number of bootstrap resamples. Default 2000.
+	// Resamples was the number of bootstrap resamples of the interval,
+	// which is now rank-based; it is kept so that saved thresholds (a
+	// bisection's state) keep their meaning, and is not used. Default 2000.
 	Resamples int
 	// NoisyRelStddev is the relative standard deviation (a fraction) above
 	// which a side is flagged as noisy. Default 0.10.
