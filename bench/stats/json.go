@@ -5,15 +5,15 @@ import (
 	"math"
 )
 
-// MarshalJSON writes Ratio, Lo and Hi as null when they are NaN (no ratio
+// MarshalJSON writes Ratio, Lo, Hi and MedianRatio as null when they are NaN (no ratio
 // when a median is not positive, as for a counter that stayed at 0): JSON
 // has no NaN, and encoding/json would fail the whole document.
 func (c Comparison) MarshalJSON() ([]byte, error) {
 	type plain Comparison
 	return json.Marshal(struct {
 		plain
-		Ratio, Lo, Hi *float64
-	}{plain(c), finite(c.Ratio), finite(c.Lo), finite(c.Hi)})
+		Ratio, Lo, Hi, MedianRatio *float64
+	}{plain(c), finite(c.Ratio), finite(c.Lo), finite(c.Hi), finite(c.MedianRatio)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, null as NaN.
@@ -21,13 +21,13 @@ func (c *Comparison) UnmarshalJSON(data []byte) error {
 	type plain Comparison
 	var v struct {
 		plain
-		Ratio, Lo, Hi *float64
+		Ratio, Lo, Hi, MedianRatio *float64
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
 	*c = Comparison(v.plain)
-	c.Ratio, c.Lo, c.Hi = orNaN(v.Ratio), orNaN(v.Lo), orNaN(v.Hi)
+	c.Ratio, c.Lo, c.Hi, c.MedianRatio = orNaN(v.Ratio), orNaN(v.Lo), orNaN(v.Hi), orNaN(v.MedianRatio)
 	return nil
 }
 
