@@ -177,6 +177,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 		c.setupOK = true
 	}
+	// Every sample starts with no dirty pages in the OS page cache: files
+	// the previous sample or a setup wrote without fsync (initdb --no-sync,
+	// COPY TO, statistics, logs) would otherwise be written back during
+	// this sample's workload, often another target's (the kernel writes a
+	// dirty page back ~30 s after it was dirtied).
 	cachesDropped := false
 	if sc.Lifecycle == Restart || sc.DropCaches {
 		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
@@ -185,9 +190,14 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if sc.DropCaches {
 			cachesDropped = r.dropCaches()
 		}
+		if !cachesDropped {
+			syscall.Sync()
+		}
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
+	} else {
+		syscall.Sync()
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
 	s.Env.BuildOptions = t.BuildOptions

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -27,13 +28,16 @@ func init() {
 
 // compareResult is the --json output of pgbisect compare.
 type compareResult struct {
-	Scenario   string               `json:"scenario"`
-	A          string               `json:"a"`
-	B          string               `json:"b"`
-	ClientBin  string               `json:"client_bin"`
-	Thresholds stats.Thresholds     `json:"thresholds"`
-	Points     []comparePointResult `json:"points"`
-	Elapsed    time.Duration        `json:"elapsed_ns"`
+	Scenario   string           `json:"scenario"`
+	A          string           `json:"a"`
+	B          string           `json:"b"`
+	ClientBin  string           `json:"client_bin"`
+	Thresholds stats.Thresholds `json:"thresholds"`
+	// OrderSeed seeds the order of samples (bench.Order; one order per
+	// point, seeded OrderSeed+i): --order-seed repeats it.
+	OrderSeed uint64               `json:"order_seed"`
+	Points    []comparePointResult `json:"points"`
+	Elapsed   time.Duration        `json:"elapsed_ns"`
 }
 
 type comparePointResult struct {
@@ -66,6 +70,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	maxSamples := fs.Int("max-samples", 0, "budget of samples per side and point (default 30)")
 	maxTime := fs.Duration("max-time", 0, "wall-clock budget per point (default none)")
 	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
+	orderSeed := fs.Uint64("order-seed", 0, "seed of the order of samples, which side starts each A B B A block (default random; the JSON output records it)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -139,9 +144,14 @@ func runCompare(ctx context.Context, env *Env) error {
 	defer r.Close(context.WithoutCancel(ctx))
 
 	start := time.Now()
-	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th}
-	for _, pt := range points {
-		pr, err := comparePoint(ctx, env, r, sc, targets, pt, th, *minEffect)
+	seed := *orderSeed
+	for seed == 0 {
+		seed = rand.Uint64()
+	}
+	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
+	for i, pt := range points {
+		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
+		pr, err := comparePoint(ctx, env, r, sc, targets, pt, order, th, *minEffect)
 		if err != nil {
 			return err
 		}
@@ -169,18 +179,18 @@ func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string
 	return runBuildTarget(ctx, env, cfg, rev)
 }
 
-// comparePoint samples both targets at pt, interleaved, in the batches the
-// thresholds plan, until every metric has a verdict or the budget is spent.
+// comparePoint samples both targets at pt, interleaved in order, in the
+// batches the thresholds plan, until every metric has a verdict or the budget is spent.
 // A metric's own min_effect from the scenario applies unless --min-effect
 // (minEffectFlag) was given.
-func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, th stats.Thresholds, minEffectFlag float64) (comparePointResult, error) {
+func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, th stats.Thresholds, minEffectFlag float64) (comparePointResult, error) {
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
 	pr := comparePointResult{Point: pt.String()}
 	start := time.Now()
 	n, want := 0, th.StartSamples
 	for {
-		err := bench.Interleave(ctx, r, sc, targets[:], pt, want-n, func(s bench.Sample) error {
+		err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(n, want-n), func(s bench.Sample) error {
 			side := 0
 			if s.Target == targets[1].Name {
 				side = 1
@@ -226,7 +236,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 // comparePrint writes a benchstat-like table: both sides, the change with its
 // interval, p, n and the verdict; "~" marks no significant change.
 func comparePrint(w io.Writer, res compareResult) error {
-	fmt.Fprintf(w, "scenario %s: A = %s, B = %s (client tools %s)\n\n", res.Scenario, res.A, res.B, res.ClientBin)
+	fmt.Fprintf(w, "scenario %s: A = %s, B = %s (client tools %s, --order-seed %d)\n\n", res.Scenario, res.A, res.B, res.ClientBin, res.OrderSeed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "point\tmetric\tA median ±%%sd\tB median ±%%sd\tchange [%.0f%% CI]\tp\tn\tverdict\n", 100*res.Thresholds.Confidence)
 	var warnings []string
