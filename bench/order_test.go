@@ -62,6 +62,7 @@ type orderRow struct {
 	elapsed            float64            // the whole sample: initdb and setup too on a new cluster
 	steps              map[string]float64 // truncate: the first workload step (s); copy, parse: the two metrics
 	load1              float64
+	after              string // the side of the sample just before, in its repetition ("" for the first)
 }
 
 // stepTimes collects "workload i/n: step done in Xs" progress lines.
@@ -245,6 +246,13 @@ func orderReport(rows []orderRow) string {
 		}
 		reps[r.rep] = append(reps[r.rep], r)
 	}
+	prev := map[[2]int]string{}
+	for _, r := range rows {
+		prev[[2]int{r.rep, r.pos}] = r.side
+	}
+	for i := range rows {
+		rows[i].after = prev[[2]int{rows[i].rep, rows[i].pos - 1}]
+	}
 	load := make([]float64, len(rows))
 	var sides []string
 	for i, r := range rows {
@@ -295,6 +303,8 @@ func orderReport(rows []orderRow) string {
 			{"side A vs side B", func(r orderRow) bool { return r.side == "A" }, func(r orderRow) bool { return r.side == "B" }},
 			{"side A vs side B, first samples left out", func(r orderRow) bool { return r.side == "A" && r.idx > 0 }, func(r orderRow) bool { return r.side == "B" && r.idx > 0 }},
 			{"first of a batch vs the rest", func(r orderRow) bool { return r.batchPos == 0 }, func(r orderRow) bool { return r.batchPos > 0 }},
+			{"after its own side vs after the other", func(r orderRow) bool { return r.after == r.side }, func(r orderRow) bool { return r.after != "" && r.after != r.side }},
+			{"side A after B vs side B after A", func(r orderRow) bool { return r.side == "A" && r.after == "B" }, func(r orderRow) bool { return r.side == "B" && r.after == "A" }},
 		} {
 			x, y := orderValues(rows, norm, c.x), orderValues(rows, norm, c.y)
 			p := math.NaN()
