@@ -49,6 +49,7 @@ var (
 	orderMetrics  = flag.String("order.metrics", "", "TestOrderEffect: the two metrics recorded as the copy and parse columns (default the scenario's first two)")
 	orderBin2     = flag.String("order.bin2", "", "TestOrderEffect: bin directory of side B (and of every other target but A): an A/B study; default A's build (A/A)")
 	orderBin      = flag.String("order.bin", "", "TestOrderEffect: bin directory of side A and of the client tools (default PGBISECT_TEST_PGBIN or Debian's PostgreSQL 15)")
+	orderClient   = flag.String("order.client", "", "TestOrderEffect: bin directory of the client tools (default side A's, as compare)")
 	orderSeed     = flag.Uint64("order.seed", 0, "TestOrderEffect: 0 samples A B B A A B (side A starts every block, the old order); N > 0 seeds random blocks (bench.Order), N+rep per repetition")
 	orderOut      = flag.String("order.out", "", "TestOrderEffect: write every sample as TSV to this file")
 	orderIn       = flag.String("order.in", "", "TestOrderEffect: only analyze this TSV of an earlier run (-order.out)")
@@ -169,6 +170,9 @@ func TestOrderEffect(t *testing.T) {
 	for rep := 0; rep < *orderReps; rep++ {
 		r, _ := newTestRunner(t)
 		r.ClientBin = bin
+		if *orderClient != "" {
+			r.ClientBin = *orderClient
+		}
 		t.Cleanup(func() { r.Close(context.Background()) })
 		st := &stepTimes{steps: map[string]float64{}}
 		r.Progress = st
