@@ -51,6 +51,7 @@ var (
 	orderBin      = flag.String("order.bin", "", "TestOrderEffect: bin directory of side A and of the client tools (default PGBISECT_TEST_PGBIN or Debian's PostgreSQL 15)")
 	orderClient   = flag.String("order.client", "", "TestOrderEffect: bin directory of the client tools (default side A's, as compare)")
 	orderSeed     = flag.Uint64("order.seed", 0, "TestOrderEffect: 0 samples A B B A A B (side A starts every block, the old order); N > 0 seeds random blocks (bench.Order), N+rep per repetition")
+	orderNoSync   = flag.Bool("order.nosync", false, "TestOrderEffect: no sync before each sample (how samplers ran before it)")
 	orderOut      = flag.String("order.out", "", "TestOrderEffect: write every sample as TSV to this file")
 	orderIn       = flag.String("order.in", "", "TestOrderEffect: only analyze this TSV of an earlier run (-order.out)")
 )
@@ -170,6 +171,7 @@ func TestOrderEffect(t *testing.T) {
 	for rep := 0; rep < *orderReps; rep++ {
 		r, _ := newTestRunner(t)
 		r.ClientBin = bin
+		r.noSync = *orderNoSync
 		if *orderClient != "" {
 			r.ClientBin = *orderClient
 		}

@@ -87,6 +87,7 @@ type Runner struct {
 	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
+	noSync       bool // the order study's control: no sync before samples
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
@@ -190,13 +191,13 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if sc.DropCaches {
 			cachesDropped = r.dropCaches()
 		}
-		if !cachesDropped {
+		if !cachesDropped && !r.noSync {
 			syscall.Sync()
 		}
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
-	} else {
+	} else if !r.noSync {
 		syscall.Sync()
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
