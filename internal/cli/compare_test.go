@@ -105,7 +105,7 @@ func TestCompareDeliberateSlowdown(t *testing.T) {
 	}
 	compare := func(a, b string, want stats.Verdict) map[string]stats.Comparison {
 		code, res, out := compareMain(t, "-s", runScenario, "--state", state, "--repo", h.Dir,
-			"--set", "rows=100000", "--point", "", "--min-effect", "0.05", "--max-samples", "10", "--json", a, b)
+			"--set", "rows=100000", "--point", "", "--min-effect", "0.05", "--max-samples", "20", "--json", a, b)
 		if code != 0 {
 			t.Fatalf("compare exited %d:\n%s", code, out)
 		}
