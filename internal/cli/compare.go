@@ -34,7 +34,7 @@ type compareResult struct {
 	ClientBin  string           `json:"client_bin"`
 	Thresholds stats.Thresholds `json:"thresholds"`
 	// OrderSeed seeds the order of samples (bench.Order; one order per
-	// point, seeded OrderSeed+i): --order-seed repeats it.
+	// point, seeded bench.Mix64(OrderSeed+i)): --order-seed repeats it.
 	OrderSeed uint64               `json:"order_seed"`
 	Points    []comparePointResult `json:"points"`
 	Elapsed   time.Duration        `json:"elapsed_ns"`
