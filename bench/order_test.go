@@ -22,22 +22,38 @@ import (
 	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
-// The order experiment: an A/A comparison of one build with itself, run
-// exactly as compare samples it (Interleave in batches, a new Runner per
-// repetition), recording where each sample sat in the sequence. It shows
-// whether a sample's position (first on its cluster, first of a batch, side
-// A or B) moves its value. Off by default; it takes about 40 s per
-// repetition at the default size (docs/scenarios.md has the results):
+// The order experiment: a comparison of two targets run exactly as compare
+// samples it (Interleave in batches, a new Runner per repetition),
+// recording where each sample sat in the sequence. It shows whether a
+// sample's position (first on its cluster, first of a batch, side A or B)
+// moves its value. Off by default; it takes about 40 s per repetition at
+// the default size (docs/scenarios.md has the results):
 //
 //	go test ./bench -run 'TestOrderEffect$' -v -args -order.reps 16 -order.out /tmp/order.tsv
+//
+// Any shipped scenario and point can be studied (-order.scenario,
+// -order.set, -order.point), A/A with one build or A/B with two
+// (-order.bin2), in the fixed order of old samplers (-order.seed 0) or in
+// seeded random A B B A blocks. The TSV's columns keep copy-single's names
+// for every scenario: "truncate" is the first workload step's time (from
+// the progress lines), "copy" and "parse" the first and second metric of
+// -order.metrics.
 var (
-	orderReps    = flag.Int("order.reps", 0, "TestOrderEffect: repetitions, each a new Runner with new clusters (0 skips the experiment)")
-	orderSamples = flag.Int("order.samples", 10, "TestOrderEffect: samples per side and repetition")
-	orderTargets = flag.Int("order.targets", 2, "TestOrderEffect: targets (clusters) of the same build, named A, B, C, ...")
-	orderBatch   = flag.Int("order.batch", 5, "TestOrderEffect: samples per side per Interleave call, as compare's batches")
-	orderRows    = flag.Int("order.rows", 100000, "TestOrderEffect: copy-single's rows")
-	orderOut     = flag.String("order.out", "", "TestOrderEffect: write every sample as TSV to this file")
-	orderIn      = flag.String("order.in", "", "TestOrderEffect: only analyze this TSV of an earlier run (-order.out)")
+	orderReps     = flag.Int("order.reps", 0, "TestOrderEffect: repetitions, each a new Runner with new clusters (0 skips the experiment)")
+	orderSamples  = flag.Int("order.samples", 10, "TestOrderEffect: samples per side and repetition")
+	orderTargets  = flag.Int("order.targets", 2, "TestOrderEffect: targets (clusters), named A, B, C, ...")
+	orderBatch    = flag.Int("order.batch", 5, "TestOrderEffect: samples per side per Interleave call, as compare's batches")
+	orderScenario = flag.String("order.scenario", "copy-single", "TestOrderEffect: a scenario of configs/scenarios (name or file)")
+	orderSet      = flag.String("order.set", "rows=100000", "TestOrderEffect: scenario variables, var=value,var=value")
+	orderPoint    = flag.String("order.point", "", "TestOrderEffect: the matrix point (default the first)")
+	orderMetrics  = flag.String("order.metrics", "", "TestOrderEffect: the two metrics recorded as the copy and parse columns (default the scenario's first two)")
+	orderBin2     = flag.String("order.bin2", "", "TestOrderEffect: bin directory of side B (and of every other target but A): an A/B study; default A's build (A/A)")
+	orderBin      = flag.String("order.bin", "", "TestOrderEffect: bin directory of side A and of the client tools (default PGBISECT_TEST_PGBIN or Debian's PostgreSQL 15)")
+	orderClient   = flag.String("order.client", "", "TestOrderEffect: bin directory of the client tools (default side A's, as compare)")
+	orderSeed     = flag.Uint64("order.seed", 0, "TestOrderEffect: 0 samples A B B A A B (side A starts every block, the old order); N > 0 seeds random blocks (bench.Order), N+rep per repetition")
+	orderNoSync   = flag.Bool("order.nosync", false, "TestOrderEffect: no sync before each sample (how samplers ran before it)")
+	orderOut      = flag.String("order.out", "", "TestOrderEffect: write every sample as TSV to this file")
+	orderIn       = flag.String("order.in", "", "TestOrderEffect: only analyze this TSV of an earlier run (-order.out)")
 )
 
 // orderRow is one sample of the order experiment.
@@ -46,8 +62,9 @@ type orderRow struct {
 	side               string
 	idx                int                // the sample's index on its side (0 = first on its cluster)
 	elapsed            float64            // the whole sample: initdb and setup too on a new cluster
-	steps              map[string]float64 // s: copy and parse from the metrics, other steps from progress lines
+	steps              map[string]float64 // truncate: the first workload step (s); copy, parse: the two metrics
 	load1              float64
+	after              string // the side of the sample just before, in its repetition ("" for the first)
 }
 
 // stepTimes collects "workload i/n: step done in Xs" progress lines.
@@ -91,11 +108,46 @@ func TestOrderEffect(t *testing.T) {
 	if *orderReps == 0 {
 		t.Skip("the order experiment runs only with -order.reps N (or -order.in FILE)")
 	}
-	bin := pgBin(t)
-	sc, err := LoadFileWith("../configs/scenarios/copy-single.yaml", map[string]string{"rows": strconv.Itoa(*orderRows)})
+	bin := *orderBin
+	if bin == "" {
+		bin = pgBin(t)
+	}
+	bin2 := *orderBin2
+	if bin2 == "" {
+		bin2 = bin
+	}
+	file := *orderScenario
+	if !strings.Contains(file, "/") {
+		file = "../configs/scenarios/" + strings.TrimSuffix(file, ".yaml") + ".yaml"
+	}
+	sets := map[string]string{}
+	for _, kv := range strings.Split(*orderSet, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			sets[k] = v
+		}
+	}
+	sc, err := LoadFileWith(file, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pt := sc.Points()[0]
+	if *orderPoint != "" {
+		if pt, err = sc.FindPoint(*orderPoint); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var metrics []string
+	if *orderMetrics != "" {
+		metrics = strings.Split(*orderMetrics, ",")
+	} else {
+		for _, m := range sc.MetricSpecs() {
+			metrics = append(metrics, m.Name)
+		}
+	}
+	if len(metrics) < 2 {
+		metrics = append(metrics, metrics[0])
+	}
+	first := sc.Workload[0].Name
 	var out io.Writer = io.Discard
 	if *orderOut != "" {
 		f, err := os.Create(*orderOut)
@@ -105,26 +157,40 @@ func TestOrderEffect(t *testing.T) {
 		defer f.Close()
 		out = f
 	}
+	t.Logf("%s %s, columns: truncate = step %s, copy = %s, parse = %s; A %s, B %s", sc.Name, pt, first, metrics[0], metrics[1], bin, bin2)
 	fmt.Fprintln(out, "rep\tpos\tbatch_pos\tside\tidx\telapsed\ttruncate\tcopy\tparse\tload1")
 	var targets []Target
 	for i := 0; i < *orderTargets; i++ {
-		targets = append(targets, Target{Name: string(rune('A' + i)), BinDir: bin})
+		b := bin2
+		if i == 0 {
+			b = bin
+		}
+		targets = append(targets, Target{Name: string(rune('A' + i)), BinDir: b})
 	}
 	var rows []orderRow
 	for rep := 0; rep < *orderReps; rep++ {
 		r, _ := newTestRunner(t)
 		r.ClientBin = bin
+		r.noSync = *orderNoSync
+		if *orderClient != "" {
+			r.ClientBin = *orderClient
+		}
 		t.Cleanup(func() { r.Close(context.Background()) })
 		st := &stepTimes{steps: map[string]float64{}}
 		r.Progress = st
+		order := Order{Targets: len(targets)}
+		if *orderSeed != 0 {
+			order.Seed = Mix64(*orderSeed + uint64(rep))
+		}
 		pos, perSide := 0, map[string]int{}
 		for n := 0; n < *orderSamples; n += *orderBatch {
 			batchPos := 0
-			err := Interleave(context.Background(), r, sc, targets, sc.Points()[0], min(*orderBatch, *orderSamples-n), func(s Sample) error {
+			err := Interleave(context.Background(), r, sc, targets, pt, order.Rounds(n, min(*orderBatch, *orderSamples-n)), func(s Sample) error {
+				steps := st.take()
 				row := orderRow{rep: rep, pos: pos, batchPos: batchPos, side: s.Target, idx: perSide[s.Target],
-					elapsed: s.Elapsed.Seconds(), steps: st.take(), load1: s.Env.LoadAvg[0]}
-				// The metrics at full precision (progress lines round to 10 ms).
-				row.steps["copy"], row.steps["parse"] = s.Values["copy_time"], s.Values["parse_time"]
+					elapsed: s.Elapsed.Seconds(), load1: s.Env.LoadAvg[0],
+					// The metrics at full precision (progress lines round to 10 ms).
+					steps: map[string]float64{"truncate": steps[first], "copy": s.Values[metrics[0]], "parse": s.Values[metrics[1]]}}
 				pos++
 				batchPos++
 				perSide[s.Target]++
@@ -186,6 +252,13 @@ func orderReport(rows []orderRow) string {
 		}
 		reps[r.rep] = append(reps[r.rep], r)
 	}
+	prev := map[[2]int]string{}
+	for _, r := range rows {
+		prev[[2]int{r.rep, r.pos}] = r.side
+	}
+	for i := range rows {
+		rows[i].after = prev[[2]int{rows[i].rep, rows[i].pos - 1}]
+	}
 	load := make([]float64, len(rows))
 	var sides []string
 	for i, r := range rows {
@@ -236,6 +309,8 @@ func orderReport(rows []orderRow) string {
 			{"side A vs side B", func(r orderRow) bool { return r.side == "A" }, func(r orderRow) bool { return r.side == "B" }},
 			{"side A vs side B, first samples left out", func(r orderRow) bool { return r.side == "A" && r.idx > 0 }, func(r orderRow) bool { return r.side == "B" && r.idx > 0 }},
 			{"first of a batch vs the rest", func(r orderRow) bool { return r.batchPos == 0 }, func(r orderRow) bool { return r.batchPos > 0 }},
+			{"after its own side vs after the other", func(r orderRow) bool { return r.after == r.side }, func(r orderRow) bool { return r.after != "" && r.after != r.side }},
+			{"side A after B vs side B after A", func(r orderRow) bool { return r.side == "A" && r.after == "B" }, func(r orderRow) bool { return r.side == "B" && r.after == "A" }},
 		} {
 			x, y := orderValues(rows, norm, c.x), orderValues(rows, norm, c.y)
 			p := math.NaN()

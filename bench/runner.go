@@ -95,6 +95,7 @@ type Runner struct {
 	staleRemoved bool
 	warned       map[string]bool
 	servers      servers // each target's postgres, described (check.go)
+	noSync       bool // the order study's control: no sync before samples
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
@@ -209,6 +210,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 		c.setupOK = true
 	}
+	// Every sample starts with no dirty pages in the OS page cache: files
+	// the previous sample or a setup wrote without fsync (initdb --no-sync,
+	// COPY TO, statistics, logs) would otherwise be written back during
+	// this sample's workload, often another target's (the kernel writes a
+	// dirty page back ~30 s after it was dirtied).
 	cachesDropped := false
 	if sc.Lifecycle == Restart || sc.DropCaches {
 		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
@@ -217,9 +223,14 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if sc.DropCaches {
 			cachesDropped = r.dropCaches()
 		}
+		if !cachesDropped && !r.noSync {
+			syscall.Sync()
+		}
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fail("start", err)
 		}
+	} else if !r.noSync {
+		syscall.Sync()
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
 	s.Env.BuildOptions = t.BuildOptions

@@ -296,24 +296,60 @@ func TestFileSaver(t *testing.T) {
 	}
 }
 
+// TestNextSideInterleaves checks the order of a comparison's samples: A B B A
+// blocks with side A first under seed 0 (states saved before seeds), and
+// under a seed blocks that start on either side about equally often, always
+// with equal counts after every two samples.
 func TestNextSideInterleaves(t *testing.T) {
-	var order []byte
-	na, nb := 0, 0
-	for {
-		side := nextSide(na, nb, 4)
-		if side < 0 {
-			break
+	order := func(seed uint64, target int) string {
+		var order []byte
+		na, nb := 0, 0
+		for {
+			side := nextSide(na, nb, target, seed)
+			if side < 0 {
+				break
+			}
+			if side == 0 {
+				na++
+				order = append(order, 'A')
+			} else {
+				nb++
+				order = append(order, 'B')
+			}
+			if len(order)%2 == 0 && na != nb {
+				t.Fatalf("seed %d: counts %d and %d after %s", seed, na, nb, order)
+			}
 		}
-		if side == 0 {
-			na++
-			order = append(order, 'A')
-		} else {
-			nb++
-			order = append(order, 'B')
+		return string(order)
+	}
+	if got := order(0, 4); got != "ABBAABBA" {
+		t.Errorf("seed 0: order %s, want ABBAABBA", got)
+	}
+	aFirst, blocks := 0, 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		o := order(mix64(seed)|1, 20)
+		if o != order(mix64(seed)|1, 20) {
+			t.Fatalf("seed %d: the order is not a function of the seed", seed)
+		}
+		for b := 0; b < len(o); b += 4 {
+			blocks++
+			switch o[b : b+4] {
+			case "ABBA":
+				aFirst++
+			case "BAAB":
+			default:
+				t.Fatalf("seed %d: block %s in %s", seed, o[b:b+4], o)
+			}
 		}
 	}
-	if string(order) != "ABBAABBA" {
-		t.Errorf("order %s, want ABBAABBA", order)
+	if aFirst < blocks*4/10 || aFirst > blocks*6/10 {
+		t.Errorf("side A starts %d of %d blocks, want about half", aFirst, blocks)
+	}
+	// A resumed comparison continues from its counts: after an uneven
+	// split (samples shared with an earlier comparison) the side with
+	// fewer samples comes first.
+	if nextSide(3, 1, 5, 7) != 1 || nextSide(5, 2, 5, 7) != 1 {
+		t.Error("the side with fewer samples must come first")
 	}
 }
 

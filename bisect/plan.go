@@ -229,7 +229,7 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 	if p.Target == 0 {
 		p.From = s.SamplesTaken
 	}
-	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds)
+	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds, s.orderSeed(2*k))
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{p.Left, p.Right}[side], Pair: k, Check: -1}, false
 	}
@@ -283,7 +283,7 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	th.Alpha = ch.Alpha
 	th.MaxSamples *= CheckBudget
 	th.Batch *= CheckBudget
-	side, c := s.decide(ch.A, ch.B, &ch.Target, th)
+	side, c := s.decide(ch.A, ch.B, &ch.Target, th, s.orderSeed(2*i+1))
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{ch.Left, ch.Right}[side], Pair: -1, Check: i}, false
 	}
@@ -293,23 +293,23 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	return Action{}, true
 }
 
-// decide returns the side (0 for a, 1 for b) to sample next, or the
-// comparison once it is decided. target is the number of samples per side
+// decide returns the side (0 for a, 1 for b) to sample next (in the order
+// seed gives, see nextSide), or the comparison once it is decided. target is the number of samples per side
 // to reach before the next look; it follows th's planned looks, counted on
 // the smaller side, so a side that already has samples from other
 // comparisons is reused, never resampled.
-func (s *State) decide(a, b []float64, target *int, th stats.Thresholds) (int, *stats.Comparison) {
+func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed uint64) (int, *stats.Comparison) {
 	if *target == 0 {
 		*target = th.StartSamples
 	}
-	if side := nextSide(len(a), len(b), *target); side >= 0 {
+	if side := nextSide(len(a), len(b), *target, seed); side >= 0 {
 		return side, nil
 	}
 	c := stats.Compare(a, b, s.Inputs.Direction, th)
 	if c.Verdict == stats.Unknown {
 		if more := th.More(c); more > 0 {
 			*target = min(len(a), len(b)) + more
-			return nextSide(len(a), len(b), *target), nil
+			return nextSide(len(a), len(b), *target, seed), nil
 		}
 		c = c.AtBudget()
 	}
@@ -317,10 +317,14 @@ func (s *State) decide(a, b []float64, target *int, th stats.Thresholds) (int, *
 }
 
 // nextSide interleaves the samples of two sides up to target each: the side
-// with fewer samples first, and at equal counts in the order A B B A A B,
-// so that drift hits both sides alike. It returns -1 when both sides have
-// target samples.
-func nextSide(na, nb, target int) int {
+// with fewer samples first, and at equal counts in blocks of A B B A, so
+// that drift hits both sides alike. With seed 0 side A starts every block
+// (A B B A A B B A); otherwise the side starting block n/2 is drawn from
+// seed and the block (A B B A B A A B ...), so that whatever one sample
+// leaves behind for the next falls on both sides alike. It returns -1 when
+// both sides have target samples. The order depends only on the counts and
+// the seed, so a resumed bisection continues it exactly.
+func nextSide(na, nb, target int, seed uint64) int {
 	needA, needB := na < target, nb < target
 	switch {
 	case !needA && !needB:
@@ -329,10 +333,31 @@ func nextSide(na, nb, target int) int {
 		return 0
 	case !needA, nb < na:
 		return 1
-	case na%2 == 0:
+	}
+	first := 0
+	if seed != 0 {
+		first = int(mix64(seed^uint64(na/2+1)*0x9e3779b97f4a7c15) & 1)
+	}
+	return first ^ (na % 2)
+}
+
+// orderSeed is the seed of the sample order (nextSide) of comparison k:
+// pair k is 2k, check i is 2i+1. States saved before orders were seeded
+// have OrderSeed 0 and keep side A first.
+func (s *State) orderSeed(k int) uint64 {
+	if s.OrderSeed == 0 {
 		return 0
 	}
-	return 1
+	return mix64(s.OrderSeed+uint64(k)) | 1
+}
+
+// mix64 is splitmix64's finalizer (as bench.Mix64): a fixed bijection that
+// scatters neighbouring inputs, the same on every Go version.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // startChecks lists the suspects (adjacent pairs judged regressions) and

@@ -55,6 +55,11 @@ type State struct {
 	// compared with one measured now. 0 reuses every sample however old,
 	// as states saved before windows existed did.
 	Window int `json:"window,omitempty"`
+	// OrderSeed chooses which side starts each A B B A block of every
+	// comparison (see nextSide), so that side A, the older commit, does
+	// not always run first. New states derive it from the ID; 0, as in
+	// states saved before it existed, starts every block at side A.
+	OrderSeed uint64 `json:"order_seed,omitempty"`
 
 	// Phase is where the search is.
 	Phase Phase `json:"phase"`
@@ -350,6 +355,7 @@ func NewState(in Inputs, commits []Commit, now time.Time) (*State, error) {
 		Samples:   map[string][]float64{},
 		SampleSeq: map[string][]int{},
 		Window:    DefaultWindow,
+		OrderSeed: mix64(idSeed(ID(in))) | 1,
 		Phase:     PhaseEndpoints,
 		Points:    []int{0, n - 1},
 		Pairs:     []Pair{{Left: 0, Right: n - 1, Parent: -1}},
@@ -384,4 +390,14 @@ func (s *State) logf(now time.Time, kind, commit, format string, args ...any) {
 func (s *State) skipped(i int) bool {
 	b := s.Builds[s.Commits[i].Key]
 	return b != nil && (b.Broken || b.Unmeasurable)
+}
+
+// idSeed folds a bisection ID into a number (FNV-1a), the source of its
+// OrderSeed.
+func idSeed(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * 1099511628211
+	}
+	return h
 }

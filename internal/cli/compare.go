@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -28,13 +29,16 @@ func init() {
 
 // compareResult is the --json output of pgbisect compare.
 type compareResult struct {
-	Scenario   string               `json:"scenario"`
-	A          string               `json:"a"`
-	B          string               `json:"b"`
-	ClientBin  string               `json:"client_bin"`
-	Thresholds stats.Thresholds     `json:"thresholds"`
-	Points     []comparePointResult `json:"points"`
-	Elapsed    time.Duration        `json:"elapsed_ns"`
+	Scenario   string           `json:"scenario"`
+	A          string           `json:"a"`
+	B          string           `json:"b"`
+	ClientBin  string           `json:"client_bin"`
+	Thresholds stats.Thresholds `json:"thresholds"`
+	// OrderSeed seeds the order of samples (bench.Order; one order per
+	// point, seeded bench.Mix64(OrderSeed+i)): --order-seed repeats it.
+	OrderSeed uint64               `json:"order_seed"`
+	Points    []comparePointResult `json:"points"`
+	Elapsed   time.Duration        `json:"elapsed_ns"`
 }
 
 type comparePointResult struct {
@@ -74,6 +78,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	prof := fs.Bool("profile", false, "after the verdict, profile both sides with perf and print where the CPU time went (evidence only)")
 	profRuns := fs.Int("profile-runs", 5, "profiled samples per side with --profile")
 	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
+	orderSeed := fs.Uint64("order-seed", 0, "seed of the order of samples, which side starts each A B B A block (default random; the JSON output records it)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -151,14 +156,19 @@ func runCompare(ctx context.Context, env *Env) error {
 	defer r.Close(context.WithoutCancel(ctx))
 
 	start := time.Now()
-	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th}
-	for _, pt := range points {
-		pr, err := comparePoint(ctx, env, r, sc, targets, pt, base, flagStats)
+	seed := *orderSeed
+	for seed == 0 {
+		seed = rand.Uint64()
+	}
+	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
+	for i, pt := range points {
+		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
+		pr, err := comparePoint(ctx, env, r, sc, targets, pt, order, base, flagStats)
 		if err != nil {
 			return err
 		}
 		if *prof {
-			if pr.Profile, err = compareProfiled(ctx, env, r, sc, targets, pt, *profRuns, flameGraphPath(*flame, pt, len(points))); err != nil {
+			if pr.Profile, err = compareProfiled(ctx, env, r, sc, targets, pt, order, *profRuns, flameGraphPath(*flame, pt, len(points))); err != nil {
 				return err
 			}
 		}
@@ -186,12 +196,12 @@ func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string
 	return runBuildTarget(ctx, env, cfg, rev)
 }
 
-// comparePoint samples both targets at pt, interleaved, in the batches the
-// thresholds plan, until every metric has a verdict or the budget is spent.
-// Thresholds are layered by sc.Thresholds over base (the defaults with the
-// config's stats) with the flags on top: the scenario's for the sampling
-// plan, each metric's for its verdict.
-func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, base stats.Thresholds, flags *config.Stats) (comparePointResult, error) {
+// comparePoint samples both targets at pt, interleaved in order, in the
+// batches the thresholds plan, until every metric has a verdict or the
+// budget is spent. Thresholds are layered by sc.Thresholds over base (the
+// defaults with the config's stats) with the flags on top: the scenario's
+// for the sampling plan, each metric's for its verdict.
+func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, base stats.Thresholds, flags *config.Stats) (comparePointResult, error) {
 	th := sc.Thresholds(base, nil, flags)
 	specs := sc.MetricSpecs()
 	values := make([][2][]float64, len(specs))
@@ -200,7 +210,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 	start := time.Now()
 	n, want := 0, th.StartSamples
 	for {
-		err := bench.Interleave(ctx, r, sc, targets[:], pt, want-n, func(s bench.Sample) error {
+		err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(n, want-n), func(s bench.Sample) error {
 			side := 0
 			if s.Target == targets[1].Name {
 				side = 1
@@ -252,7 +262,7 @@ func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scen
 // comparePrint writes a benchstat-like table: both sides, the change with its
 // interval, p, n and the verdict; "~" marks no significant change.
 func comparePrint(w io.Writer, res compareResult) error {
-	fmt.Fprintf(w, "scenario %s: A = %s, B = %s (client tools %s)\n\n", res.Scenario, res.A, res.B, res.ClientBin)
+	fmt.Fprintf(w, "scenario %s: A = %s, B = %s (client tools %s, --order-seed %d)\n\n", res.Scenario, res.A, res.B, res.ClientBin, res.OrderSeed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "point\tmetric\tA median ±%%sd\tB median ±%%sd\tchange [%.0f%% CI]\tp\tn\tverdict\n", 100*res.Thresholds.Confidence)
 	var warnings []string

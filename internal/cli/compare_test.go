@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 )
 
@@ -72,7 +73,11 @@ func TestCompareSameBuild(t *testing.T) {
 
 // TestCompareDeliberateSlowdown builds the demo history's commit that adds
 // per-row work to COPY FROM and its parent (incremental builds on the
-// shared fixture build) and checks that compare calls it a regression.
+// shared fixture build) and checks that compare calls it a regression, and
+// that the comparison in the other order (compare CULPRIT PARENT) calls it
+// an improvement that agrees: the intervals of B/A in one order and of A/B
+// in the other overlap. A sampler that favoured the side that starts would
+// move the two apart (issue 22: 3 to 5 points on concurrent COPY).
 func TestCompareDeliberateSlowdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds PostgreSQL; skipped with -short")
@@ -97,17 +102,38 @@ func TestCompareDeliberateSlowdown(t *testing.T) {
 			parent = h.Commits[i-1]
 		}
 	}
-	code, res, out := compareMain(t, "-s", runScenario, "--state", state, "--repo", h.Dir,
-		"--set", "rows=200000", "--point", "", "--min-effect", "0.05", "--json", parent, culprit)
-	if code != 0 {
-		t.Fatalf("compare exited %d:\n%s", code, out)
-	}
-	for _, m := range res.Points[0].Metrics {
-		if m.Name == "copy_time" || m.Name == "parse_time" {
-			c := m.Comparison
-			if c.Verdict != stats.Regression {
-				t.Errorf("%s: %s, want regression (ratio %.3f [%.3f, %.3f], p %.4f, n %d+%d)", m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P, c.A.N, c.B.N)
+	compare := func(a, b string, want stats.Verdict) map[string]stats.Comparison {
+		code, res, out := compareMain(t, "-s", runScenario, "--state", state, "--repo", h.Dir,
+			"--set", "rows=100000", "--point", "", "--min-effect", "0.05", "--max-samples", "20", "--json", a, b)
+		if code != 0 {
+			t.Fatalf("compare exited %d:\n%s", code, out)
+		}
+		if res.OrderSeed == 0 {
+			t.Error("the JSON output does not record the order seed")
+		}
+		got := map[string]stats.Comparison{}
+		for _, m := range res.Points[0].Metrics {
+			if m.Name == "copy_time" || m.Name == "parse_time" {
+				c := m.Comparison
+				got[m.Name] = c
+				if c.Verdict != want {
+					t.Errorf("compare %s %s: %s: %s, want %s (ratio %.3f [%.3f, %.3f], p %.4f, n %d+%d)",
+						build.Short(a), build.Short(b), m.Name, c.Verdict, want, c.Ratio, c.Lo, c.Hi, c.P, c.A.N, c.B.N)
+				}
 			}
+		}
+		return got
+	}
+	ab := compare(parent, culprit, stats.Regression)
+	ba := compare(culprit, parent, stats.Improvement)
+	for name, c := range ab {
+		r := ba[name]
+		// r estimates parent/culprit: its reciprocal interval is [1/Hi, 1/Lo].
+		if c.Hi < 1/r.Hi || 1/r.Lo < c.Lo {
+			t.Errorf("%s: compare A B gives %.3f [%.3f, %.3f], compare B A the reciprocal %.3f [%.3f, %.3f]: the orders disagree",
+				name, c.Ratio, c.Lo, c.Hi, 1/r.Ratio, 1/r.Hi, 1/r.Lo)
+		} else {
+			t.Logf("%s: A B %.3f [%.3f, %.3f], B A reciprocal %.3f [%.3f, %.3f]", name, c.Ratio, c.Lo, c.Hi, 1/r.Ratio, 1/r.Hi, 1/r.Lo)
 		}
 	}
 }

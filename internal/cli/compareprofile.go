@@ -15,15 +15,16 @@ import (
 // compareProfileTop is how many growers of each kind the table shows.
 const compareProfileTop = 10
 
-// compareProfiled takes runs more samples of each side at pt with perf
-// recording the server, and returns the profile diff of B against A. The
+// compareProfiled takes runs more samples of each side at pt, in order,
+// with perf recording the server, and returns the profile diff of B
+// against A. The
 // verdict is already made from unprofiled samples: these samples are
 // slowed by the profiler and only say where the CPU time went.
-func compareProfiled(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, runs int, svgPath string) (*profile.Summary, error) {
+func compareProfiled(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, runs int, svgPath string) (*profile.Summary, error) {
 	r.Profiler = &profile.Recorder{Dir: r.StateDir}
 	defer func() { r.Profiler = nil }()
 	var sides [2][]profile.Profile
-	err := bench.Interleave(ctx, r, sc, targets[:], pt, runs, func(s bench.Sample) error {
+	err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(0, runs), func(s bench.Sample) error {
 		side := 0
 		if s.Target == targets[1].Name {
 			side = 1

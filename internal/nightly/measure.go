@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 
 	"github.com/pgbisect/pgbisect/bench"
@@ -28,7 +29,7 @@ func (p *Pass) side(c build.Commit, in *build.Install) side {
 }
 
 // measure samples sc at pt on head, and on base when it is not nil,
-// interleaved (A B B A ...), storing every sample under the nightly run. With
+// interleaved (A B B A blocks, either side starting, see sampleOrder), storing every sample under the nightly run. With
 // a base it keeps sampling in batches until every metric has a verdict or
 // the budget is spent (stats.Thresholds.More), and returns the verdicts;
 // alone, it takes Thresholds.StartSamples samples and returns none.
@@ -55,8 +56,11 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	start := p.Now()
 	need := th.StartSamples
 	var comps []stats.Comparison
+	ord := sampleOrder(nightlyID, sc, pt, len(sides))
+	rounds := 0
 	for {
-		order := bench.InterleaveOrder(len(sides), need)
+		order := ord.Rounds(rounds, need)
+		rounds += need
 		for k, i := range order {
 			p.progress("%s %s: sample %d of %d this round (%s), %d taken", sc.Name, pointName(pt), k+1, len(order), sides[i].Name, sum(taken))
 			s, err := p.Sampler.Run(ctx, sc, sides[i].Target, pt)
@@ -116,6 +120,16 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// sampleOrder is the order of the samples of sc at pt in nightly run id:
+// randomized A B B A blocks (bench.Order), seeded by the run, the scenario
+// and the point, so that neither side always starts and a rerun of the same
+// night samples in the same order.
+func sampleOrder(id int64, sc *bench.Scenario, pt bench.Point, sides int) bench.Order {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s\x00%s", id, sc.Name, pt.String())
+	return bench.Order{Seed: bench.Mix64(h.Sum64()) | 1, Targets: sides}
 }
 
 // store keeps one sample's metrics with its environment.

@@ -217,8 +217,11 @@ func TestPassNightByNight(t *testing.T) {
 }
 
 // A slow ramp: each night is 1% slower than the one before, under the
-// noise of one night's samples, so no night-to-night comparison calls it a
-// regression; the change-point pass over the series must.
+// noise of one night's samples, so a night-to-night comparison seldom calls
+// it a regression; the change-point pass over the series must. (At 3% noise
+// and 30 samples a side a 1% step is called a regression about 7% of the
+// time, so over the 11 steps a night or two may be; 4 or more happen with
+// probability 0.003.)
 func TestPassChangePointCatchesSlowRamp(t *testing.T) {
 	st := testStore(t)
 	sc := loadTiny(t)
@@ -233,11 +236,15 @@ func TestPassChangePointCatchesSlowRamp(t *testing.T) {
 	for range 6 {
 		levels = append(levels, 110)
 	}
+	var stepped []string
 	for _, l := range levels {
 		w.commit(l, false)
 		if res := w.run(t, w.pass(st, sc)); res.Run.Status == StatusRegression {
-			t.Errorf("night-to-night comparison called a 1%% step a regression: %+v", res.Detail.Results)
+			stepped = append(stepped, fmt.Sprintf("%+v", res.Detail.Results))
 		}
+	}
+	if len(stepped) > 3 {
+		t.Errorf("night-to-night comparisons called a 1%% step a regression %d times:\n%s", len(stepped), strings.Join(stepped, "\n"))
 	}
 	// Detection may come while the ramp is still going: the range must
 	// start before it and end at least 4% up it.
