@@ -95,7 +95,7 @@ type Runner struct {
 	staleRemoved bool
 	warned       map[string]bool
 	servers      servers // each target's postgres, described (check.go)
-	noSync       bool // the order study's control: no sync before samples
+	noSync       bool    // the order study's control: no sync before samples
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
