@@ -77,8 +77,11 @@ func TestProfileRealServer(t *testing.T) {
 	if !slices.ContainsFunc(top, func(f string) bool { return slices.Contains(hashing, f) }) {
 		t.Errorf("top self growers %v name none of %v", top, hashing)
 	}
-	if g := d.TopGrowers(1, false); len(g) == 0 || g[0].PSelf > 0.05 {
-		t.Errorf("top grower not sure with 4 runs a side: %+v", g)
+	// The top named grower: "[postgres]" pools every function a stripped
+	// binary leaves unnamed, so its share moves with all of them.
+	named := slices.IndexFunc(d.TopGrowers(5, false), func(c profile.Change) bool { return !strings.HasPrefix(c.Function, "[") })
+	if named < 0 || d.TopGrowers(5, false)[named].PSelf > 0.05 {
+		t.Errorf("top named grower not sure with 4 runs a side: %+v", d.TopGrowers(5, false))
 	}
 	var svg bytes.Buffer
 	if err := profile.FlameGraphSVG(&svg, "heavy vs light", profile.Merge(base), profile.Merge(culprit)); err != nil {
