@@ -139,7 +139,7 @@ func TestResolveAcrossVersions(t *testing.T) {
 		return s
 	}
 	checkpointer := map[string]string{"maintenance_work_mem": "1GB", "fsync": "on", "synchronous_commit": "off",
-		"shared_buffers": "4GB", "wal_level": "replica", "max_wal_senders": "10", "max_wal_size": "8GB", "checkpoint_timeout": "30s"}
+		"shared_buffers": "4GB", "wal_level": "hot_standby", "max_wal_senders": "10", "max_wal_size": "8GB", "checkpoint_timeout": "30s"}
 	flush := map[string]string{"backend_flush_after": "0", "bgwriter_flush_after": "0", "checkpoint_flush_after": "0",
 		"max_wal_size": "16GB", "checkpoint_timeout": "1h", "autovacuum": "off"}
 	seqscan := map[string]string{"shared_buffers": "32MB", "track_io_timing": "on", "max_worker_processes": "8",
@@ -154,8 +154,7 @@ func TestResolveAcrossVersions(t *testing.T) {
 		want map[string]any
 	}{
 		{"checkpointer", checkpointer, nil, map[string]any{
-			"9.4": map[string]string{"checkpoint_segments": "171", "max_wal_size": "", "wal_level": "hot_standby"},
-			"9.5": map[string]string{"wal_level": "hot_standby"},
+			"9.4": map[string]string{"checkpoint_segments": "171", "max_wal_size": ""},
 		}},
 		{"checkpoint_segments", map[string]string{"checkpoint_segments": "64"}, nil, map[string]any{
 			"9.5": map[string]string{"checkpoint_segments": "", "max_wal_size": "3072MB"}, "9.6": "same as 9.5",

@@ -188,6 +188,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 			if err := validateStep(st, path); err != nil {
 				return err
 			}
+			if st.DropCaches && ph.name != "workload" {
+				return errAt(path+".drop_caches", "drop_caches applies to workload steps only (setup steps are not measured; the scenario-level drop_caches drops the caches after the setup)")
+			}
 			if ph.name == "workload" {
 				if _, dup := steps[st.Name]; dup {
 					return errAt(path, "two workload steps are named %q: give each a distinct name", st.Name)

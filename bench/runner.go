@@ -277,6 +277,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		s.Values[m.Name] = v * m.scale
 	}
 	for _, st := range exp.workload {
+		if results[st.Name].cachesKept {
+			s.Env.Warnings = append(s.Env.Warnings, fmt.Sprintf("step %s: OS caches were not dropped before it (needs root and a writable /proc/sys/vm/drop_caches)", st.Name))
+		}
 		for k, series := range results[st.Name].series {
 			s.Series[st.Name+"."+k] = series
 		}
@@ -326,7 +329,9 @@ func (r *Runner) phase(ctx context.Context, env *stepEnv, name string, steps []S
 	for i := range steps {
 		st := &steps[i]
 		r.progressf("  [%s] %s %d/%d: %s (%s)", label, name, i+1, len(steps), st.Name, st.Kind())
+		kept := st.DropCaches && !r.dropCaches()
 		res, err := runStep(ctx, env, st, timeout)
+		res.cachesKept = kept
 		if err != nil {
 			if ctx.Err() != nil && context.Cause(ctx) != nil && !errors.Is(err, context.Cause(ctx)) {
 				err = fmt.Errorf("%w: %v", context.Cause(ctx), err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,8 +480,8 @@ func TestInterleaveRuns(t *testing.T) {
 	}
 }
 
-// TestShippedScenariosTiny runs copy-single and a pgbench scenario at a
-// tiny size, as CI does for every change.
+// TestShippedScenariosTiny runs every shipped scenario at a tiny size, as
+// CI does for every change: one point, two samples each.
 func TestShippedScenariosTiny(t *testing.T) {
 	bin := pgBin(t)
 	cases := []struct {
@@ -497,6 +498,47 @@ func TestShippedScenariosTiny(t *testing.T) {
 			if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) || len(s.Series["bench.tps"]) == 0 {
 				t.Errorf("values %v series %v", s.Values, s.Series)
 			}
+		}},
+		{"copy-concurrent.yaml", map[string]string{"rows": "20000", "clients": "2"}, func(t *testing.T, s *Sample) {
+			if !(s.Values["copy_time"] > 0) || !(s.Values["relation_size"] > 0) {
+				t.Errorf("values %v", s.Values)
+			}
+		}},
+		{"parallel-copy-flush-after.yaml", map[string]string{"scale": "1", "clients": "2"}, func(t *testing.T, s *Sample) {
+			if !(s.Values["copy_time"] > 0) || !(s.Values["checkpoint_time"] > 0) || !(s.Values["relation_size"] > 0) {
+				t.Errorf("values %v", s.Values)
+			}
+			if s.Env.Settings["backend_flush_after"] != "256kB" {
+				t.Errorf("backend_flush_after = %q, want 256kB", s.Env.Settings["backend_flush_after"])
+			}
+		}},
+		{"checkpointer-walwriter-pgbench.yaml", map[string]string{"scale": "1", "duration": "2", "clients": "2",
+			"shared_buffers": "32MB", "maintenance_work_mem": "16MB", "max_wal_size": "1GB"}, func(t *testing.T, s *Sample) {
+			if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) {
+				t.Errorf("values %v", s.Values)
+			}
+			// The thread's hot_standby, an alias the server takes as replica.
+			if s.Env.Settings["wal_level"] != "replica" || s.Env.Settings["synchronous_commit"] != "off" {
+				t.Errorf("settings %v", s.Env.Settings)
+			}
+		}},
+		{"parallel-seqscan.yaml", map[string]string{"rows": "300000", "workers": "2"}, func(t *testing.T, s *Sample) {
+			for _, m := range []string{"execution_time", "io_read_time", "io_write_time", "shared_read", "count_time"} {
+				if _, ok := s.Values[m]; !ok {
+					t.Errorf("no %s in %v", m, s.Values)
+				}
+			}
+			// No VACUUM: the first scan of the new table sets hint bits and
+			// writes the pages back through its ring (the table is over a
+			// quarter of shared_buffers).
+			if !(s.Values["count_time"] > 0) || !(s.Values["shared_read"] > 0) || !(s.Values["io_write_time"] > 0) {
+				t.Errorf("values %v", s.Values)
+			}
+			// Dropped before the sample and before count, or said so.
+			if !s.Env.CachesDropped && !slices.ContainsFunc(s.Env.Warnings, func(w string) bool { return strings.HasPrefix(w, "step count: OS caches were not dropped") }) {
+				t.Errorf("caches kept without a warning: %v", s.Env.Warnings)
+			}
+			t.Logf("values %v, warnings %q", s.Values, s.Env.Warnings)
 		}},
 	}
 	for _, c := range cases {

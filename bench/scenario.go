@@ -104,6 +104,11 @@ type Step struct {
 	Name string `yaml:"name"`
 	// Timeout bounds this step. Default: the phase's timeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// DropCaches writes back dirty pages and drops the OS page cache just
+	// before this workload step (as root; otherwise the sample records a
+	// warning), so the step reads cold even after earlier steps read the
+	// same files. Shared buffers are not emptied.
+	DropCaches bool `yaml:"drop_caches"`
 
 	// SQL is statements run through pgx (simple protocol, so several
 	// statements separated by semicolons are allowed).

@@ -34,6 +34,11 @@ func TestScenarioFilesLoad(t *testing.T) {
 		if !strings.HasPrefix(string(data), "# Reproduces") || !strings.Contains(string(data), "thread") {
 			t.Errorf("%s: must open with a comment naming the thread it reproduces", f)
 		}
+		// The header gives the command that bisects its culprit upstream.
+		if cmd := "pgbisect bisect -s configs/scenarios/" + filepath.Base(f); !strings.Contains(string(data), cmd) ||
+			!strings.Contains(string(data), "--good ") || !strings.Contains(string(data), "--bad ") {
+			t.Errorf("%s: header must give the bisect command (%s ... --good X --bad Y)", f, cmd)
+		}
 		if sc.Description == "" || len(sc.MetricSpecs()) == 0 || len(sc.Points()) == 0 {
 			t.Errorf("%s: needs a description, metrics and at least one point", f)
 		}
@@ -90,6 +95,10 @@ func TestMalformedScenarios(t *testing.T) {
 			`x.yaml:3: step has several kinds (sql, explain): split it into one step per kind`},
 		{"shell argv and script", "name: x\nworkload:\n  - shell:\n      argv: [true]\n      script: \"true\"\n", nil,
 			`x.yaml:4: shell needs exactly one of argv (a command and its arguments) or script (run by /bin/sh -c)`},
+		{"drop_caches in setup", "name: x\nsetup:\n  - sql: SELECT 1\n    drop_caches: true\n" + strings.TrimPrefix(baseScenario, "name: x\n"), nil,
+			`x.yaml:4: drop_caches applies to workload steps only (setup steps are not measured; the scenario-level drop_caches drops the caches after the setup)`},
+		{"drop_caches not a boolean", strings.Replace(baseScenario, "    sql: SELECT {{.rows}}", "    sql: SELECT {{.rows}}\n    drop_caches: yes please", 1), nil,
+			`x.yaml:8: cannot unmarshal string into Go struct field Scenario.Workload of type bool`},
 		{"copy without file", "name: x\nworkload:\n  - copy:\n      table: t\n", nil,
 			`x.yaml:4: copy needs a file (one the setup generated, e.g. {{.workdir}}/data.txt)`},
 		{"duplicate step", strings.Replace(baseScenario, "metrics:", "  - name: load\n    sql: SELECT 2\nmetrics:", 1), nil,

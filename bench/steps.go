@@ -30,6 +30,9 @@ type stepResult struct {
 	scalarText string
 	// notes say why a server statistic was skipped, by metric key.
 	notes map[string]string
+	// cachesKept: the step asked for drop_caches and they could not be
+	// dropped.
+	cachesKept bool
 }
 
 // stepEnv is what steps run against: a started cluster, a session shared
