@@ -87,15 +87,7 @@ func (th Thresholds) lookAlphas() []float64 {
 // errors. p is combineP of both tests, as Compare computes it.
 func calibrate(alpha float64, looks []int) []float64 {
 	nmax := looks[len(looks)-1]
-	weights := make([]float64, len(looks))
-	for k := range looks {
-		weights[k] = earlyWeight
-	}
-	weights[len(looks)-1] = 1
-	total := 0
-	for _, n := range looks {
-		total += n
-	}
+	weights, total := lookWeights(looks)
 	if total > maxCalibratedRuns || nmax > maxCalibratedSamples {
 		return bonferroni(alpha, looks, weights)
 	}
@@ -313,4 +305,17 @@ func mwuTwoSided(n int) []float64 {
 		}
 	}
 	return p
+}
+
+// lookWeights returns each look's share of the last look's level
+// (earlyWeight before the last look, 1 at it) and the runs per side summed
+// over the looks, which bounds the cost of calibrating them.
+func lookWeights(looks []int) (weights []float64, total int) {
+	weights = make([]float64, len(looks))
+	for k, n := range looks {
+		weights[k] = earlyWeight
+		total += n
+	}
+	weights[len(looks)-1] = 1
+	return weights, total
 }

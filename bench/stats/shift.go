@@ -221,15 +221,7 @@ func (th Thresholds) shiftAlpha(n int) float64 {
 // errors). Both sides of each simulated comparison count as a trial.
 func calibrateShift(level float64, looks []int) []float64 {
 	nmax := looks[len(looks)-1]
-	weights := make([]float64, len(looks))
-	for k := range looks {
-		weights[k] = earlyWeight
-	}
-	weights[len(looks)-1] = 1
-	total := 0
-	for _, n := range looks {
-		total += n
-	}
+	weights, total := lookWeights(looks)
 	if total > maxCalibratedRuns || nmax > maxCalibratedSamples {
 		return shiftBonferroni(level, looks, weights)
 	}
