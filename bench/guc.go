@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/pgversion"
 	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
 )
 
 // Server is what a build's own postgres binary says about itself, read
@@ -370,7 +370,7 @@ func (srv *Server) unknown(name string) *SettingError {
 	}
 	sort.Strings(names)
 	msg := fmt.Sprintf("PostgreSQL %s does not know the setting %q", srv.Version, name)
-	if c := config.Closest(name, names); c != "" {
+	if c := strictyaml.Closest(name, names); c != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return &SettingError{Name: name, Version: srv.Version.String(),

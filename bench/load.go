@@ -17,7 +17,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
 )
 
 // LoadFile reads, parses and validates the scenario at path.
@@ -46,12 +46,12 @@ func LoadFileWith(path string, overrides map[string]string) (*Scenario, error) {
 func Load(data []byte, name string, overrides map[string]string) (*Scenario, error) {
 	s := &Scenario{}
 	if err := yaml.UnmarshalWithOptions(data, s, yaml.DisallowUnknownField()); err != nil {
-		return nil, config.YAMLError(name, positioned(data, err), knownKeys)
+		return nil, strictyaml.Error(name, positioned(data, err), knownKeys)
 	}
 	s.File = name
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil, config.YAMLError(name, err, knownKeys)
+		return nil, strictyaml.Error(name, err, knownKeys)
 	}
 	s.ast = f
 	if err := s.validate(overrides); err != nil {
@@ -258,7 +258,7 @@ func (s *Scenario) validateVars(overrides map[string]string) error {
 		}
 		if _, ok := s.vars[k]; !ok {
 			msg := fmt.Sprintf("--set %s: the scenario has no variable %q", k, k)
-			if c := config.Closest(k, names); c != "" {
+			if c := strictyaml.Closest(k, names); c != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", c)
 			} else {
 				msg += fmt.Sprintf(" (it has: %s)", strings.Join(names, ", "))
@@ -369,7 +369,7 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		st, ok := steps[md.Step]
 		if !ok {
 			msg := fmt.Sprintf("metric %q: no workload step named %q", md.Name, md.Step)
-			if c := config.Closest(md.Step, stepNames); c != "" {
+			if c := strictyaml.Closest(md.Step, stepNames); c != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", c)
 			} else {
 				msg += fmt.Sprintf(" (workload steps: %s)", strings.Join(stepNames, ", "))
@@ -382,7 +382,7 @@ func (s *Scenario) validateMetrics(steps map[string]*Step) error {
 		}
 		if !ok {
 			msg := fmt.Sprintf("metric %q: unknown value %q", md.Name, md.Value)
-			if c := config.Closest(md.Value, valueNames); c != "" {
+			if c := strictyaml.Closest(md.Value, valueNames); c != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", c)
 			} else {
 				msg += fmt.Sprintf(" (values: %s)", strings.Join(valueNames, ", "))

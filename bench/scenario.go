@@ -21,7 +21,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // Lifecycle values: how a sample gets its server.
@@ -74,7 +73,7 @@ type Scenario struct {
 	// this scenario (alpha, confidence, min_effect, start_samples, batch,
 	// max_samples, max_time); command-line flags override it in turn.
 	// Default: none.
-	Stats config.Stats `yaml:"stats"`
+	Stats stats.Overlay `yaml:"stats"`
 
 	// File is the path or name the scenario was loaded from.
 	File string `yaml:"-"`

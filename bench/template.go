@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
 )
 
 // templates lists every templated string of the scenario with its YAML
@@ -160,7 +160,7 @@ func templateExecError(err error, names []string) string {
 		key := msg[i+len(noKey):]
 		key = key[:strings.IndexByte(key, '"')]
 		out := fmt.Sprintf("unknown variable %q in template", key)
-		if c := config.Closest(key, names); c != "" {
+		if c := strictyaml.Closest(key, names); c != "" {
 			out += fmt.Sprintf(" (did you mean %q?)", c)
 		}
 		return out

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // Thresholds returns the statistical thresholds of one comparison on this
@@ -11,17 +10,17 @@ import (
 // winning:
 //
 //	base      the command's defaults with the config file's stats section
-//	          over them (config.Stats.Apply)
+//	          over them (stats.Overlay.Apply)
 //	s.Stats   the scenario's stats: section
 //	m         the metric's min_effect; nil m means no metric, as when
 //	          planning the samples of all the scenario's metrics at once
 //	flags     the command line; nil or zero fields: not given
 //
 // Fields still zero take bench/stats' defaults.
-func (s *Scenario) Thresholds(base stats.Thresholds, m *Metric, flags *config.Stats) stats.Thresholds {
+func (s *Scenario) Thresholds(base stats.Thresholds, m *Metric, flags *stats.Overlay) stats.Thresholds {
 	th := s.Stats.Apply(base)
 	if m != nil {
-		th = config.Stats{MinEffect: m.MinEffect}.Apply(th)
+		th = stats.Overlay{MinEffect: m.MinEffect}.Apply(th)
 	}
 	if flags != nil {
 		th = flags.Apply(th)

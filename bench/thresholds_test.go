@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // TestThresholdLayers checks the order every command layers thresholds in:
@@ -31,19 +30,19 @@ metrics:
 		t.Fatal(err)
 	}
 	specs := sc.MetricSpecs()
-	base := config.Stats{Alpha: 0.02, MinEffect: 0.03, MaxSamples: 30}.Apply(stats.DefaultThresholds)
+	base := stats.Overlay{Alpha: 0.02, MinEffect: 0.03, MaxSamples: 30}.Apply(stats.DefaultThresholds)
 	for _, tt := range []struct {
 		name      string
 		m         *Metric
-		flags     *config.Stats
+		flags     *stats.Overlay
 		minEffect float64
 		alpha     float64
 	}{
 		{"scenario over config", nil, nil, 0.10, 0.02},
 		{"metric over scenario", &specs[0], nil, 0.15, 0.02},
 		{"metric without its own", &specs[1], nil, 0.10, 0.02},
-		{"flags over metric", &specs[0], &config.Stats{MinEffect: 0.2, Alpha: 0.04}, 0.2, 0.04},
-		{"unset flags keep the metric's", &specs[0], &config.Stats{}, 0.15, 0.02},
+		{"flags over metric", &specs[0], &stats.Overlay{MinEffect: 0.2, Alpha: 0.04}, 0.2, 0.04},
+		{"unset flags keep the metric's", &specs[0], &stats.Overlay{}, 0.15, 0.02},
 	} {
 		th := sc.Thresholds(base, tt.m, tt.flags)
 		if th.MinEffect != tt.minEffect || th.Alpha != tt.alpha || th.Batch != 3 || th.MaxSamples != 30 {

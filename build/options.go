@@ -7,8 +7,6 @@ import (
 	"path"
 	"runtime"
 	"strings"
-
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // Options are the build options. Those that change the binaries (Configure,
@@ -70,18 +68,6 @@ var DefaultNoCompile = []string{
 // schemeVersion changes when the way pgbisect builds changes in a way that
 // changes installs, so old cache entries stop matching.
 const schemeVersion = "1"
-
-// OptionsFromConfig converts the config file's build section.
-func OptionsFromConfig(c config.Build) Options {
-	return Options{
-		Configure:    append([]string(nil), c.Configure...),
-		CFLAGS:       c.CFLAGS,
-		Meson:        c.Meson,
-		MesonOptions: append([]string(nil), c.MesonOptions...),
-		Jobs:         c.Jobs,
-		NoCompile:    append([]string(nil), c.NoCompile...),
-	}
-}
 
 // Hash returns a short hash (12 hex digits) of the options that change the
 // binaries. It names the worktree and is part of every build key.

@@ -3,11 +3,9 @@ package notify
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // FromStats converts a comparison of bench/stats into a report row for
@@ -63,11 +61,4 @@ func Publish(ctx context.Context, reportsDir string, f *Finding, out Adder) (str
 		}
 	}
 	return dir, nil
-}
-
-// GitHubOptionsFrom returns the poster options of the github section of the
-// config, with the token from the GITHUB_TOKEN environment variable.
-func GitHubOptionsFrom(g config.GitHub) GitHubOptions {
-	return GitHubOptions{Repo: g.Repo, APIURL: g.APIURL, Labels: g.Labels, ReportURL: g.ReportURL,
-		Token: os.Getenv("GITHUB_TOKEN")}
 }

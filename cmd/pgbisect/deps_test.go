@@ -48,3 +48,34 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 		t.Fatalf("go list -deps listed only %d packages, not the binary's dependencies:\n%s", n, out)
 	}
 }
+
+// TestLibrariesDoNotImportTheCommandLayer fails when a library package
+// (bisect, bench, build, notify, store and their subpackages, tests
+// included) imports internal/config or internal/cli: data flows one way,
+// from the CLI and the config that composes the components down to them.
+func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to list the packages' imports: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}},{{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
+		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...").Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list listed only %d library packages:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Split(imports, ",") {
+			if strings.HasSuffix(imp, "/internal/config") || strings.HasSuffix(imp, "/internal/cli") {
+				t.Errorf("%s imports %s: give it what it needs as its own types and let internal/config convert", pkg, imp)
+			}
+		}
+	}
+}

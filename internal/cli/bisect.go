@@ -20,6 +20,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/bisections"
@@ -333,7 +334,7 @@ func bisectMetric(sc *bench.Scenario, name string) (bench.Metric, error) {
 		names = append(names, m.Name)
 	}
 	hint := ""
-	if c := config.Closest(name, names); c != "" {
+	if c := strictyaml.Closest(name, names); c != "" {
 		hint = fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return bench.Metric{}, usageError("scenario %s has no metric %q%s; it has: %s", sc.Name, name, hint, strings.Join(names, ", "))
@@ -617,7 +618,7 @@ func bisectReproduce(req bisectRequest, st *bisect.State) string {
 
 // bisectPost posts a finding recorded in box, as 'pgbisect post ID' does.
 func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box *outbox.DB, id string) error {
-	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
+	p, err := notify.NewPoster(cfg.GitHub.Options())
 	if err != nil {
 		return err
 	}

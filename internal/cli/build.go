@@ -69,7 +69,7 @@ func runBuild(ctx context.Context, env *Env) error {
 
 	if *list || *prune {
 		// Listing needs no repository: the cache describes itself.
-		b := build.NewBuilder(nil, cfg.StateDir, build.OptionsFromConfig(cfg.Build), env.Stderr, env.Log)
+		b := build.NewBuilder(nil, cfg.StateDir, cfg.Build.Options(), env.Stderr, env.Log)
 		if *list {
 			installs, err := b.List()
 			if err != nil {
@@ -157,7 +157,7 @@ func openBuilder(ctx context.Context, env *Env, cfg *config.Config) (*build.Buil
 	if err != nil {
 		return nil, nil, err
 	}
-	b := build.NewBuilder(repo, cfg.StateDir, build.OptionsFromConfig(cfg.Build), env.Stderr, env.Log)
+	b := build.NewBuilder(repo, cfg.StateDir, cfg.Build.Options(), env.Stderr, env.Log)
 	// Every build of every command, nightly ones included, is bounded.
 	b.Timeout = cfg.Build.Timeout
 	return b, repo, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -113,7 +114,7 @@ func suggest(name string) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if best := config.Closest(name, names); best != "" {
+	if best := strictyaml.Closest(name, names); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""
@@ -173,7 +174,7 @@ func flagError(fs *flag.FlagSet, err error) string {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	hint := ""
-	if c := config.Closest(name, names); c != "" {
+	if c := strictyaml.Closest(name, names); c != "" {
 		hint = fmt.Sprintf(" (did you mean --%s?)", c)
 	}
 	return fmt.Sprintf("unknown flag --%s%s; 'pgbisect %s -h' lists the flags", name, hint, fs.Name())

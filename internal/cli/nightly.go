@@ -210,7 +210,7 @@ func (d *nightlyDeps) deliver(ctx context.Context) {
 	if d.cfg.GitHub.Repo == "" || os.Getenv("GITHUB_TOKEN") == "" {
 		return
 	}
-	p, err := notify.NewPoster(notify.GitHubOptionsFrom(d.cfg.GitHub))
+	p, err := notify.NewPoster(d.cfg.GitHub.Options())
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
 		return

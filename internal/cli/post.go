@@ -59,7 +59,7 @@ func postRun(ctx context.Context, env *Env) error {
 		fmt.Fprintf(env.Stderr, "github.repo is not set in %s: showing the posts for OWNER/NAME\n", file)
 		cfg.GitHub.Repo = "OWNER/NAME"
 	}
-	p, err := notify.NewPoster(notify.GitHubOptionsFrom(cfg.GitHub))
+	p, err := notify.NewPoster(cfg.GitHub.Options())
 	if err != nil {
 		return err
 	}

@@ -12,13 +12,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/notify"
 )
 
 // Config is the whole configuration. Field comments give the defaults.
@@ -91,44 +93,9 @@ type Bench struct {
 	KeepClusters bool `yaml:"keep_clusters"`
 }
 
-// Stats overrides statistical thresholds; zero values keep the defaults of
-// bench/stats.DefaultThresholds.
-type Stats struct {
-	Alpha        float64       `yaml:"alpha"`
-	Confidence   float64       `yaml:"confidence"`
-	MinEffect    float64       `yaml:"min_effect"`
-	StartSamples int           `yaml:"start_samples"`
-	Batch        int           `yaml:"batch"`
-	MaxSamples   int           `yaml:"max_samples"`
-	MaxTime      time.Duration `yaml:"max_time"`
-}
-
-// Apply returns th with every non-zero field of s put over it. Layers are
-// applied in order (config file, scenario, flags), so a later one wins.
-func (s Stats) Apply(th stats.Thresholds) stats.Thresholds {
-	if s.Alpha > 0 {
-		th.Alpha = s.Alpha
-	}
-	if s.Confidence > 0 {
-		th.Confidence = s.Confidence
-	}
-	if s.MinEffect > 0 {
-		th.MinEffect = s.MinEffect
-	}
-	if s.StartSamples > 0 {
-		th.StartSamples = s.StartSamples
-	}
-	if s.Batch > 0 {
-		th.Batch = s.Batch
-	}
-	if s.MaxSamples > 0 {
-		th.MaxSamples = s.MaxSamples
-	}
-	if s.MaxTime > 0 {
-		th.MaxTime = s.MaxTime
-	}
-	return th
-}
+// Stats is the stats section of the config file and of a scenario: an
+// overlay of bench/stats' thresholds (see stats.Overlay).
+type Stats = stats.Overlay
 
 // GitHub names where findings are posted.
 type GitHub struct {
@@ -239,7 +206,7 @@ func Load(data []byte, name string) (*Config, error) {
 	c := &Config{}
 	if len(strings.TrimSpace(string(data))) > 0 {
 		if err := yaml.UnmarshalWithOptions(data, c, yaml.DisallowUnknownField()); err != nil {
-			return nil, YAMLError(name, err, knownKeys)
+			return nil, strictyaml.Error(name, err, knownKeys)
 		}
 	}
 	c.File = name
@@ -282,63 +249,21 @@ func (c *Config) ScenarioPath(p string) string {
 	return filepath.Join(filepath.Dir(c.File), p)
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
-var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
-
-// YAMLError turns a go-yaml error into "file:line: message", adding a
-// "did you mean" hint when an unknown key is close to a known one. It is
-// shared by every strict YAML loader in pgbisect (config and scenarios).
-func YAMLError(file string, err error, known []string) error {
-	msg := err.Error()
-	// go-yaml appends a source excerpt after the first line; keep line one.
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
+// Options converts the build section into the builder's options.
+func (c Build) Options() build.Options {
+	return build.Options{
+		Configure:    append([]string(nil), c.Configure...),
+		CFLAGS:       c.CFLAGS,
+		Meson:        c.Meson,
+		MesonOptions: append([]string(nil), c.MesonOptions...),
+		Jobs:         c.Jobs,
+		NoCompile:    append([]string(nil), c.NoCompile...),
 	}
-	loc := file
-	if m := yamlPos.FindStringSubmatch(msg); m != nil {
-		loc = fmt.Sprintf("%s:%s", file, m[1])
-		msg = msg[len(m[0]):]
-	}
-	if m := unknownField.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("unknown key %q", m[1])
-		if s := Closest(m[1], known); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-	}
-	return fmt.Errorf("%s: %s", loc, msg)
 }
 
-// Closest returns the candidate nearest to s by edit distance, or "" when
-// none is close enough to be a likely typo.
-func Closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+1
-	if bestD > 3 {
-		bestD = 3
-	}
-	for _, c := range candidates {
-		if d := distance(s, c); d < bestD || (d == bestD && best == "" && d <= 1) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+// Options returns the poster options of the github section, with the token
+// from the GITHUB_TOKEN environment variable.
+func (g GitHub) Options() notify.GitHubOptions {
+	return notify.GitHubOptions{Repo: g.Repo, APIURL: g.APIURL, Labels: g.Labels, ReportURL: g.ReportURL,
+		Token: os.Getenv("GITHUB_TOKEN")}
 }
