@@ -237,30 +237,8 @@ func TestResumeEverywhere(t *testing.T) {
 	}
 	total := ref.actions
 	for stop := 1; stop < total; stop++ {
-		in := want.Inputs
-		s, err := NewState(in, h.Commits, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		lab := newDetLab(h, 0.03)
-		ctx, cancel := context.WithCancel(context.Background())
-		lab.stopAt, lab.cancel = stop, cancel
-		saver := &memSaver{}
-		err = (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(ctx, s)
-		cancel()
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("stop %d: Run returned %v, want context.Canceled", stop, err)
-		}
-		// A new process: decode the saved state, fresh builds in memory,
-		// but the build cache and the sample history of the lab survive.
-		got, err := Decode(saver.data)
-		if err != nil {
-			t.Fatalf("stop %d: %v", stop, err)
-		}
-		lab.stopAt = 0
-		if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(context.Background(), got); err != nil {
-			t.Fatalf("stop %d: resumed Run: %v", stop, err)
-		}
+		got := interruptAndResume(t, want, h, lab, lab, stop)
 		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.SampleSeq, want.SampleSeq) ||
 			!reflect.DeepEqual(got.Culprits, want.Culprits) || !reflect.DeepEqual(got.Checks, want.Checks) ||
 			got.SamplesTaken != want.SamplesTaken {
@@ -274,6 +252,39 @@ func TestResumeEverywhere(t *testing.T) {
 		}
 	}
 	t.Logf("interrupted and resumed at each of %d steps", total-1)
+}
+
+// interruptAndResume runs a new bisection of want's inputs on lab, cancels
+// it at the lab's step stop (d is lab's detLab, which counts the steps),
+// then decodes the saved state as a new process would and runs it to the
+// end on the same lab, whose build cache and sample history survive. It
+// returns the resumed bisection.
+func interruptAndResume(t *testing.T, want *State, h *SimHistory, lab interface {
+	Builder
+	Measurer
+}, d *detLab, stop int) *State {
+	t.Helper()
+	s, err := NewState(want.Inputs, h.Commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopAt, d.cancel = stop, cancel
+	saver := &memSaver{}
+	err = (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(ctx, s)
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("stop %d: Run returned %v, want context.Canceled", stop, err)
+	}
+	got, err := Decode(saver.data)
+	if err != nil {
+		t.Fatalf("stop %d: %v", stop, err)
+	}
+	d.stopAt = 0
+	if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(context.Background(), got); err != nil {
+		t.Fatalf("stop %d: resumed Run: %v", stop, err)
+	}
+	return got
 }
 
 func TestFileSaver(t *testing.T) {

@@ -135,27 +135,8 @@ func TestUnmeasurableResume(t *testing.T) {
 		t.Fatalf("reference run: %s, commit 8 asked %d times", want.Summary, ref.attempts[8])
 	}
 	for stop := 1; stop < ref.actions; stop++ {
-		s, err := NewState(want.Inputs, h.Commits, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		lab := newCrashLab(h, 0.03, crash)
-		ctx, cancel := context.WithCancel(context.Background())
-		lab.stopAt, lab.cancel = stop, cancel
-		saver := &memSaver{}
-		err = (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(ctx, s)
-		cancel()
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("stop %d: Run returned %v, want context.Canceled", stop, err)
-		}
-		got, err := Decode(saver.data)
-		if err != nil {
-			t.Fatalf("stop %d: %v", stop, err)
-		}
-		lab.stopAt = 0
-		if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver}).Run(context.Background(), got); err != nil {
-			t.Fatalf("stop %d: resumed Run: %v", stop, err)
-		}
+		got := interruptAndResume(t, want, h, lab, lab.detLab, stop)
 		if !reflect.DeepEqual(got.Culprits, want.Culprits) || !reflect.DeepEqual(got.Samples, want.Samples) || got.SamplesTaken != want.SamplesTaken {
 			t.Fatalf("stop %d: resumed bisection differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
 		}

@@ -79,14 +79,7 @@ func TestCompareSameBuild(t *testing.T) {
 // in the other overlap. A sampler that favoured the side that starts would
 // move the two apart (issue 22: 3 to 5 points on concurrent COPY).
 func TestCompareDeliberateSlowdown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds PostgreSQL; skipped with -short")
-	}
-	pgsrctest.Require(t)
-	state, err := pgsrctest.StateDir()
-	if err != nil {
-		pgsrctest.Unavailable(t, err)
-	}
+	state := pgsrctest.EndToEnd(t)
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {
 		t.Fatal(err)

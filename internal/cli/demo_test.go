@@ -27,14 +27,7 @@ import (
 // not a pass), skip the commit that does not build, and never build a
 // commit that changes only docs or tests.
 func TestDemoEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
-	}
-	pgsrctest.Require(t)
-	state, err := pgsrctest.StateDir()
-	if err != nil {
-		pgsrctest.Unavailable(t, err)
-	}
+	state := pgsrctest.EndToEnd(t)
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {
 		t.Fatal(err)

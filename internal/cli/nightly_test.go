@@ -30,14 +30,7 @@ import (
 // and dates, so the same hashes): their builds are shared with the demo
 // test through the common build cache.
 func TestNightlyEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
-	}
-	pgsrctest.Require(t)
-	state, err := pgsrctest.StateDir()
-	if err != nil {
-		pgsrctest.Unavailable(t, err)
-	}
+	state := pgsrctest.EndToEnd(t)
 	ctx := context.Background()
 	work := t.TempDir()
 	// The server user must reach the results cluster under it.

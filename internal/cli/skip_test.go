@@ -29,14 +29,7 @@ const (
 // server log in the report, and the culprit next to it becomes a range of
 // the two.
 func TestBisectSkipsCrashingCommit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
-	}
-	pgsrctest.Require(t)
-	state, err := pgsrctest.StateDir()
-	if err != nil {
-		pgsrctest.Unavailable(t, err)
-	}
+	state := pgsrctest.EndToEnd(t)
 	ctx := context.Background()
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {

@@ -57,3 +57,19 @@ func Unavailable(t testing.TB, err error) {
 	}
 	t.Skip(msg)
 }
+
+// EndToEnd starts a test that builds and benchmarks PostgreSQL from the
+// fixture: it skips under -short, requires the shared repository (see
+// Require) and returns the shared state directory (see StateDir).
+func EndToEnd(t testing.TB) (state string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and benchmarks PostgreSQL; skipped with -short")
+	}
+	Require(t)
+	state, err := StateDir()
+	if err != nil {
+		Unavailable(t, err)
+	}
+	return state
+}
