@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/notify"
 )
 
 // history builds a SimHistory by hand: n commits, doc-only commits at the
@@ -88,7 +87,7 @@ func (l *detLab) Measure(_ context.Context, t Target) (float64, error) {
 // memSaver keeps the last saved state as JSON, as a file would.
 type memSaver struct{ data []byte }
 
-func (m *memSaver) Save(_ context.Context, s *State) error {
+func (m *memSaver) SaveBisection(_ context.Context, s *State) error {
 	var err error
 	m.data, err = json.Marshal(s)
 	return err
@@ -198,10 +197,6 @@ func TestBisectHigherIsBetter(t *testing.T) {
 	if e := s.Effect(c.Result); !strings.HasPrefix(e, fmt.Sprintf("elapsed %+.1f%% [", 100*(c.Result.Ratio-1))) || !strings.Contains(e, ", higher is better, p=") {
 		t.Errorf("effect %q", e)
 	}
-	f := s.Finding(Report{Branch: "master"})
-	if title := notify.Title(f); !strings.Contains(title, fmt.Sprintf("elapsed %+.1f%% regression (higher is better)", 100*(c.Result.Ratio-1))) {
-		t.Errorf("title %q", title)
-	}
 }
 
 func TestBrokenEndpoint(t *testing.T) {
@@ -287,23 +282,27 @@ func interruptAndResume(t *testing.T, want *State, h *SimHistory, lab interface 
 	return got
 }
 
-func TestFileSaver(t *testing.T) {
+// TestDecode: a finished state saved as JSON decodes whole; a damaged one
+// is an error saying so.
+func TestDecode(t *testing.T) {
 	h := history(12, nil, map[int]float64{6: 0.3}, nil)
 	lab := newDetLab(h, 0.03)
-	s := runHistory(t, h, lab, lab, stats.LowerIsBetter)
-	fs := FileSaver{Dir: t.TempDir()}
-	if err := fs.Save(context.Background(), s); err != nil {
+	s := runHistory(t, h, lab, lab, stats.HigherIsBetter)
+	saver := &memSaver{}
+	if err := saver.SaveBisection(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	got, err := fs.Load(context.Background(), s.ID)
+	got, err := Decode(saver.data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Culprits, s.Culprits) || !reflect.DeepEqual(got.Samples, s.Samples) {
-		t.Errorf("loaded state differs from the saved one")
+	if !reflect.DeepEqual(got.Culprits, s.Culprits) || !reflect.DeepEqual(got.Samples, s.Samples) || got.Inputs.Direction != stats.HigherIsBetter {
+		t.Errorf("decoded state differs from the saved one")
 	}
-	if _, err := fs.Load(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("loading an unknown id: %v, want ErrNotFound", err)
+	got.SampleSeq[s.Commits[0].Key] = nil
+	data, _ := json.Marshal(got)
+	if _, err := Decode(data); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("decoding a damaged state: %v", err)
 	}
 }
 
@@ -372,51 +371,6 @@ func TestIDStable(t *testing.T) {
 	s, _ := NewState(in, history(3, nil, nil, nil).Commits, time.Time{})
 	if s.ID != ID(in) {
 		t.Error("NewState's ID differs from ID(inputs)")
-	}
-}
-
-func TestFinding(t *testing.T) {
-	h := history(40, []int{3, 20}, map[int]float64{12: 0.15, 30: 0.3}, []int{28, 29})
-	h.Commits[12].Author, h.Commits[12].AuthorEmail = "A. Hacker", "a@example.org"
-	lab := newDetLab(h, 0.05)
-	s := runHistory(t, h, lab, lab, stats.LowerIsBetter)
-	f := s.Finding(Report{Branch: "master", Reproduce: "pgbisect bisect ..."})
-	if err := f.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if f.Kind != notify.Regression || len(f.Culprits) != 2 {
-		t.Fatalf("kind %s with %d culprits", f.Kind, len(f.Culprits))
-	}
-	if f.Culprits[0].Commit.Hash != h.Commits[30].Hash || f.Culprits[1].Commit.Author != "A. Hacker <a@example.org>" {
-		t.Errorf("culprits not ranked by effect or authors lost: %+v", f.Culprits)
-	}
-	unbuildable := 0
-	for _, st := range f.Log {
-		if st.Verdict == notify.StepUnbuildable {
-			unbuildable++
-		}
-		if h.Commits[st.Order].NoCompile {
-			t.Errorf("log lists doc-only commit %d", st.Order)
-		}
-	}
-	if unbuildable == 0 {
-		t.Errorf("the log does not show the broken commits tried")
-	}
-	md := notify.Markdown(f, notify.Options{})
-	for _, want := range []string{h.Commits[30].Short(), h.Commits[12].Short()} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks culprit %s", want)
-		}
-	}
-	if f.ID != s.FindingID() || !strings.HasSuffix(f.ID, s.ID) {
-		t.Errorf("finding ID %q does not name bisection %s", f.ID, s.ID)
-	}
-	// A bisection started from the merge base of a good commit on another
-	// branch says so in its report.
-	s.Inputs.GivenGood = "5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b"
-	f = s.Finding(Report{Branch: "master"})
-	if w := f.Warnings[0]; !strings.Contains(w, "good 5a6b7c8d9e is not an ancestor") || !strings.Contains(w, "merge base "+h.Commits[0].Short()) {
-		t.Errorf("first warning %q, want the merge-base note", w)
 	}
 }
 
@@ -508,6 +462,7 @@ func TestResumeOldState(t *testing.T) {
 		}
 		delete(raw, "sample_seq")
 		delete(raw, "window")
+		raw["inputs"].(map[string]any)["direction"] = 0 // before there was one Direction type
 		for _, p := range raw["pairs"].([]any) {
 			delete(p.(map[string]any), "from")
 		}
@@ -538,12 +493,11 @@ func TestEndpointMessages(t *testing.T) {
 		h       *SimHistory
 		sigma   float64
 		outcome Outcome
-		kind    notify.Kind
 		want    []string
 	}{
-		{"same", history(30, []int{4}, nil, nil), 0.03, OutcomeNoRegression, notify.NoRegression,
+		{"same", history(30, []int{4}, nil, nil), 0.03, OutcomeNoRegression,
 			[]string{"no regression reproduced: ", "is within ±5% of", "(same, "}},
-		{"too noisy for the budget", history(30, nil, map[int]float64{12: -0.04}, nil), 0.10, OutcomeNotShown, notify.Inconclusive,
+		{"too noisy for the budget", history(30, nil, map[int]float64{12: -0.04}, nil), 0.10, OutcomeNotShown,
 			[]string{"could not show a regression within the budget: ", "(inconclusive, ", "], p=",
 				"--max-samples or stats.max_samples, now 20 per side", "--set rows="}},
 	}
@@ -563,9 +517,6 @@ func TestEndpointMessages(t *testing.T) {
 				t.Errorf("summary %q claims no regression without an equivalence verdict", s.Summary)
 			}
 			t.Log(s.Summary)
-			if f := s.Finding(Report{Branch: "master"}); f.Kind != tt.kind {
-				t.Errorf("finding kind %s, want %s", f.Kind, tt.kind)
-			}
 		})
 	}
 }

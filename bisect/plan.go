@@ -40,7 +40,7 @@ type Action struct {
 // must be called again after each result is recorded.
 func (s *State) Next(now time.Time) Action {
 	for {
-		if n := len(s.Commits) - 1; s.Phase != PhaseDone && (s.skipped(0) || s.skipped(n)) {
+		if n := len(s.Commits) - 1; s.Phase != PhaseDone && (s.Skipped(0) || s.Skipped(n)) {
 			s.finishBroken(now)
 			continue
 		}
@@ -196,7 +196,7 @@ func (s *State) midpoint(l, r int) (int, bool) {
 			continue
 		}
 		left++
-		if s.skipped(i) || c.Key == kl || c.Key == kr {
+		if s.Skipped(i) || c.Key == kl || c.Key == kr {
 			continue
 		}
 		if d := abs(2*left - total); d < bestD {
@@ -274,7 +274,7 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 		return Action{}, true
 	}
 	l, r := s.Commits[ch.Left], s.Commits[ch.Right]
-	if s.skipped(ch.Left) || s.skipped(ch.Right) {
+	if s.Skipped(ch.Left) || s.Skipped(ch.Right) {
 		ch.Verdict = VerdictUnmeasurable
 		s.logf(now, "check", r.Hash, "re-verify %s against %s: cannot be measured any more, nothing blamed", r.Short(), l.Short())
 		return Action{}, true
@@ -419,7 +419,7 @@ func (s *State) finish(now time.Time) {
 		s.Outcome = OutcomeFound
 		var parts []string
 		for _, c := range s.Culprits {
-			parts = append(parts, fmt.Sprintf("%s (%s)", s.rangeName(c.Range), s.change(c.Result)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", s.RangeName(c.Range), s.change(c.Result)))
 		}
 		s.Summary = fmt.Sprintf("%d culprit(s) of the %s regression (%s), worst first: %s", len(s.Culprits), s.Inputs.Metric, s.better(), strings.Join(parts, ", "))
 		if len(s.Unresolved) > 0 {
@@ -480,7 +480,7 @@ func (s *State) unresolved() []Range {
 			k = s.Pairs[k].Parent
 		}
 		add(k, fmt.Sprintf("the regression lies here; the search narrowed it to %s by forced choices, but a check with fresh samples did not confirm it within the budget",
-			s.rangeName(Range{First: ch.Left + 1, Last: ch.Right})))
+			s.RangeName(Range{First: ch.Left + 1, Last: ch.Right})))
 	}
 	return out
 }
@@ -510,7 +510,7 @@ func (s *State) finishBroken(now time.Time) {
 	var which []string
 	what := "does not build"
 	for _, i := range []int{0, len(s.Commits) - 1} {
-		if s.skipped(i) {
+		if s.Skipped(i) {
 			b := s.Builds[s.Commits[i].Key]
 			which = append(which, fmt.Sprintf("%s (%s)", s.Commits[i].Short(), b.Reason))
 			if b.Unmeasurable {
@@ -527,8 +527,8 @@ func (s *State) done(now time.Time) {
 	s.logf(now, "outcome", "", "%s: %s", s.Outcome, s.Summary)
 }
 
-// rangeName is "abc1234567" for one commit, "abc..def" for several.
-func (s *State) rangeName(r Range) string {
+// RangeName is "abc1234567" for one commit, "abc..def" for several.
+func (s *State) RangeName(r Range) string {
 	if r.First == r.Last {
 		return s.Commits[r.First].Short()
 	}

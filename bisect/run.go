@@ -29,9 +29,9 @@ type Measurer interface {
 }
 
 // Saver stores the State; the engine calls it after every build and every
-// sample.
+// sample. The results store implements it (store.Store).
 type Saver interface {
-	Save(ctx context.Context, s *State) error
+	SaveBisection(ctx context.Context, s *State) error
 }
 
 // ErrBroken marks a commit that does not build.
@@ -147,7 +147,7 @@ func (e *Engine) target(ctx context.Context, s *State, i int, now func() time.Ti
 	if t, ok := e.targets[c.Key]; ok {
 		return t, nil
 	}
-	if s.skipped(i) {
+	if s.Skipped(i) {
 		return nil, nil
 	}
 	hash := s.keyOwner(i)
@@ -259,7 +259,7 @@ func (e *Engine) save(ctx context.Context, s *State) error {
 	if e.Saver == nil {
 		return nil
 	}
-	if err := e.Saver.Save(ctx, s); err != nil {
+	if err := e.Saver.SaveBisection(ctx, s); err != nil {
 		return fmt.Errorf("saving bisection %s: %w", s.ID, err)
 	}
 	return nil

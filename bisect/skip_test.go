@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/notify"
 )
 
 // crashLab is a detLab whose builds of some commits cannot be measured:
@@ -95,28 +94,11 @@ func TestUnmeasurableSkipped(t *testing.T) {
 					t.Errorf("range culprit %v: note %q does not say its commits could not be measured", c.Candidates, c.Note)
 				}
 			}
-			// The report shows the skipped commit with its server log.
-			f := s.Finding(Report{})
-			var skipped []int
-			for _, st := range f.Log {
-				if st.Verdict == notify.StepUnmeasurable {
-					skipped = append(skipped, st.Order)
-					if !strings.Contains(st.ServerLog, "PANIC") || !strings.Contains(st.Note, "crashed") {
-						t.Errorf("log step of %d: note %q, server log %q", st.Order, st.Note, st.ServerLog)
-					}
-				}
-			}
 			if tt.culprits == nil {
 				if len(s.Unconfirmed) == 0 || !strings.Contains(s.Unconfirmed[0].Note, "could not be measured") {
 					t.Errorf("unconfirmed %+v: want the suspect whose check could not be measured\n%s", s.Unconfirmed, eventLog(s))
 				}
 				return
-			}
-			if len(skipped) == 0 {
-				t.Errorf("the finding's log shows no unmeasurable commit: %+v", f.Log)
-			}
-			if md := notify.MarkdownFile(f); !strings.Contains(md, "Server logs of commits that could not be measured") || !strings.Contains(md, "PANIC:  injected") {
-				t.Errorf("the report lacks the server log:\n%s", md)
 			}
 		})
 	}
@@ -180,8 +162,8 @@ func TestUnmeasurableEndpoints(t *testing.T) {
 			if s.Outcome != OutcomeBroken || !strings.Contains(s.Summary, "cannot be measured") || !strings.Contains(s.Summary, h.Commits[end].Short()) {
 				t.Errorf("outcome %s: %s", s.Outcome, s.Summary)
 			}
-			if f := s.Finding(Report{}); f.Kind != notify.BuildFailure || !strings.Contains(notify.TextFile(f), "PANIC:  injected") {
-				t.Errorf("finding %s lacks the endpoint's server log:\n%s", f.Kind, notify.TextFile(f))
+			if b := s.Builds[h.Commits[end].Key]; b == nil || !b.Unmeasurable || !strings.Contains(b.ServerLog, "PANIC:  injected") {
+				t.Errorf("endpoint build record %+v, want it unmeasurable with its server log", b)
 			}
 		})
 	}

@@ -385,9 +385,9 @@ func (s *State) logf(now time.Time, kind, commit, format string, args ...any) {
 	s.Events = append(s.Events, Event{Time: now, Kind: kind, Commit: commit, Message: fmt.Sprintf(format, args...)})
 }
 
-// skipped reports whether commit i is known not to build or not to be
+// Skipped reports whether commit i is known not to build or not to be
 // measurable.
-func (s *State) skipped(i int) bool {
+func (s *State) Skipped(i int) bool {
 	b := s.Builds[s.Commits[i].Key]
 	return b != nil && (b.Broken || b.Unmeasurable)
 }

@@ -5,14 +5,16 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // hugeLog returns the two-culprit finding with a bisection log of n steps.
-func hugeLog(n int) *Finding {
+func hugeLog(n int) *finding.Finding {
 	f := twoCulprits()
 	for i := 0; i < n; i++ {
 		c := commit(fmt.Sprintf("%040x", 0xdead0000+i), fmt.Sprintf("Commit number %d with a long enough subject to take room", i), "A. Hacker <a@example.org>", 1)
-		f.Log = append(f.Log, step(c, 100+i, StepBad, 17.3, 10, i))
+		f.Log = append(f.Log, step(c, 100+i, finding.StepBad, 17.3, 10, i))
 	}
 	f.Log[len(f.Log)-1].Commit.Subject = "The very last step"
 	return f

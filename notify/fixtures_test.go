@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // Fixed findings for golden files, plots and posting tests. The numbers are
@@ -14,8 +17,8 @@ const repoURL = "https://git.postgresql.org/git/postgresql.git"
 
 var t0 = time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC)
 
-func commit(hash, subject, author string, day int) Commit {
-	return Commit{Hash: hash, Subject: subject, Author: author,
+func commit(hash, subject, author string, day int) finding.Commit {
+	return finding.Commit{Hash: hash, Subject: subject, Author: author,
 		Date: time.Date(2023, 2, day, 10, 30, 0, 0, time.UTC), URL: CommitURL(repoURL, hash)}
 }
 
@@ -29,14 +32,14 @@ func wobble(n int, center, rel float64, seed int) []float64 {
 	return xs
 }
 
-func env() Environment {
-	return Environment{Host: "bench1", OS: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64",
+func env() finding.Environment {
+	return finding.Environment{Host: "bench1", OS: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64",
 		CPU: "AMD EPYC 7B13 64-Core Processor", Cores: 8, MemoryMB: 32 * 1024, Governor: "performance",
 		Filesystem: "ext4 (/var/lib/pgbisect)", LoadAvg: 0.08, Extra: map[string]string{"thp": "madvise", "smt": "off"}}
 }
 
-func buildInfo() BuildInfo {
-	return BuildInfo{System: "autoconf", Configure: []string{"--enable-depend", "--without-icu"}, CFLAGS: "-O2",
+func buildInfo() finding.BuildInfo {
+	return finding.BuildInfo{System: "autoconf", Configure: []string{"--enable-depend", "--without-icu"}, CFLAGS: "-O2",
 		Compiler: "gcc (Debian 12.2.0-14) 12.2.0", Key: "b7e1c0d2", ClientBin: "/var/lib/pgbisect/builds/c24e9ef330/bin"}
 }
 
@@ -56,16 +59,16 @@ var (
 	cSkip2  = commit("5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f", "hio: Relax rules for calling GetVisibilityMapPins()", "Andres Freund <andres@anarazel.de>", 25)
 )
 
-func cmp(metric, unit string, d Direction, point string, good, bad, rel float64, n int, p float64, verdict string) Comparison {
+func cmp(metric, unit string, d stats.Direction, point string, good, bad, rel float64, n int, p float64, verdict string) finding.Comparison {
 	r := bad / good
 	w := rel * 1.2
-	return Comparison{Metric: metric, Unit: unit, Direction: d, Point: point,
-		Good: Side{Median: good, RelStddev: rel, N: n}, Bad: Side{Median: bad, RelStddev: rel * 0.9, N: n},
+	return finding.Comparison{Metric: metric, Unit: unit, Direction: d, Point: point,
+		Good: finding.Side{Median: good, RelStddev: rel, N: n}, Bad: finding.Side{Median: bad, RelStddev: rel * 0.9, N: n},
 		Ratio: r, RatioLow: r - w, RatioHigh: r + w, Confidence: 0.95, P: p, Verdict: verdict}
 }
 
-func step(c Commit, order int, verdict string, center float64, n int, seed int) Step {
-	s := Step{Commit: c, Order: order, Verdict: verdict}
+func step(c finding.Commit, order int, verdict string, center float64, n int, seed int) finding.Step {
+	s := finding.Step{Commit: c, Order: order, Verdict: verdict}
 	if n > 0 {
 		s.Samples = wobble(n, center, 0.012, seed)
 		s.N = n
@@ -75,34 +78,34 @@ func step(c Commit, order int, verdict string, center float64, n int, seed int) 
 }
 
 // twoCulprits is a regression of single-client COPY with two culprits.
-func twoCulprits() *Finding {
-	elapsed := func(good, bad float64, p float64, verdict string) Comparison {
-		return cmp("elapsed", "s", LowerIsBetter, "", good, bad, 0.011, 10, p, verdict)
+func twoCulprits() *finding.Finding {
+	elapsed := func(good, bad float64, p float64, verdict string) finding.Comparison {
+		return cmp("elapsed", "s", stats.LowerIsBetter, "", good, bad, 0.011, 10, p, verdict)
 	}
-	return &Finding{
-		ID: "20260130T020000Z-copy-single-c24e9ef330", Kind: Regression, Branch: "master", Scenario: "copy-single",
-		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter,
+	return &finding.Finding{
+		ID: "20260130T020000Z-copy-single-c24e9ef330", Kind: finding.Regression, Branch: "master", Scenario: "copy-single",
+		Metric: "elapsed", Unit: "s", Direction: stats.LowerIsBetter,
 		Good: cGood, Bad: cBad,
-		Culprits: []Culprit{
-			{Commit: c9f, Parent: c9fP, Verified: true, Comparisons: []Comparison{
+		Culprits: []finding.Culprit{
+			{Commit: c9f, Parent: c9fP, Verified: true, Comparisons: []finding.Comparison{
 				elapsed(15.702, 17.281, 0.0002, "regression"),
-				cmp("rows/s", "rows/s", HigherIsBetter, "", 3184000, 2893000, 0.011, 10, 0.0002, "regression"),
+				cmp("rows/s", "rows/s", stats.HigherIsBetter, "", 3184000, 2893000, 0.011, 10, 0.0002, "regression"),
 			}},
-			{Commit: cFaff, Parent: cFaffP, Verified: true, Comparisons: []Comparison{
+			{Commit: cFaff, Parent: cFaffP, Verified: true, Comparisons: []finding.Comparison{
 				elapsed(14.612, 15.702, 0.0004, "regression"),
-				cmp("rows/s", "rows/s", HigherIsBetter, "", 3421000, 3184000, 0.012, 10, 0.0004, "regression"),
+				cmp("rows/s", "rows/s", stats.HigherIsBetter, "", 3421000, 3184000, 0.012, 10, 0.0004, "regression"),
 			}},
 		},
-		Comparisons: []Comparison{elapsed(14.605, 17.299, 0.0001, "regression")},
-		Log: []Step{
-			step(cGood, 0, StepGood, 14.6, 10, 1),
-			step(cBad, 9, StepBad, 17.3, 10, 2),
-			step(cMid, 4, StepBad, 15.7, 10, 3),
-			step(cFaffP, 2, StepGood, 14.61, 10, 4),
-			step(cFaff, 3, StepBad, 15.7, 10, 5),
-			step(c9fP, 5, StepGood, 15.71, 10, 6),
-			step(c9f, 6, StepBad, 17.28, 10, 7),
-			step(cLate, 7, StepNoCompile, 0, 0, 8),
+		Comparisons: []finding.Comparison{elapsed(14.605, 17.299, 0.0001, "regression")},
+		Log: []finding.Step{
+			step(cGood, 0, finding.StepGood, 14.6, 10, 1),
+			step(cBad, 9, finding.StepBad, 17.3, 10, 2),
+			step(cMid, 4, finding.StepBad, 15.7, 10, 3),
+			step(cFaffP, 2, finding.StepGood, 14.61, 10, 4),
+			step(cFaff, 3, finding.StepBad, 15.7, 10, 5),
+			step(c9fP, 5, finding.StepGood, 15.71, 10, 6),
+			step(c9f, 6, finding.StepBad, 17.28, 10, 7),
+			step(cLate, 7, finding.StepNoCompile, 0, 0, 8),
 		},
 		Env: env(), Build: buildInfo(),
 		Settings:  map[string]string{"shared_buffers": "1GB", "max_wal_size": "10GB", "synchronous_commit": "off"},
@@ -115,24 +118,24 @@ func twoCulprits() *Finding {
 
 // rangeCulprit is a regression of concurrent COPY whose culprit is bordered
 // by unbuildable commits, so it is reported as a range.
-func rangeCulprit() *Finding {
-	tps := func(point string, good, bad float64, p float64, verdict string) Comparison {
-		return cmp("tps", "tps", HigherIsBetter, point, good, bad, 0.02, 15, p, verdict)
+func rangeCulprit() *finding.Finding {
+	tps := func(point string, good, bad float64, p float64, verdict string) finding.Comparison {
+		return cmp("tps", "tps", stats.HigherIsBetter, point, good, bad, 0.02, 15, p, verdict)
 	}
-	f := &Finding{
-		ID: "20260131T020000Z-copy-concurrent-5e6f7a8b9c", Kind: Regression, Branch: "master", Scenario: "copy-concurrent",
-		Metric: "tps", Unit: "tps", Direction: HigherIsBetter, Point: "clients=16",
+	f := &finding.Finding{
+		ID: "20260131T020000Z-copy-concurrent-5e6f7a8b9c", Kind: finding.Regression, Branch: "master", Scenario: "copy-concurrent",
+		Metric: "tps", Unit: "tps", Direction: stats.HigherIsBetter, Point: "clients=16",
 		Good: cLate, Bad: cSkip2,
-		Culprits: []Culprit{{Commit: cRange3, Parent: cLate, Range: []Commit{cRange1, cRange2, cRange3}, Verified: false,
-			Comparisons: []Comparison{tps("clients=16", 41.3, 30.2, 0.0001, "regression"), tps("clients=1", 6.01, 5.98, 0.71, "same")}}},
-		Comparisons: []Comparison{tps("clients=16", 41.2, 30.4, 0.0001, "regression"), tps("clients=1", 6.02, 5.97, 0.64, "same")},
-		Log: []Step{
-			step(cLate, 0, StepGood, 41.2, 15, 1),
-			step(cSkip2, 5, StepBad, 30.4, 15, 2),
-			step(cRange2, 3, StepUnbuildable, 0, 0, 0),
-			step(cSkip1, 1, StepUnbuildable, 0, 0, 0),
-			step(cRange1, 2, StepUnbuildable, 0, 0, 0),
-			step(cRange3, 4, StepUnbuildable, 0, 0, 0),
+		Culprits: []finding.Culprit{{Commit: cRange3, Parent: cLate, Range: []finding.Commit{cRange1, cRange2, cRange3}, Verified: false,
+			Comparisons: []finding.Comparison{tps("clients=16", 41.3, 30.2, 0.0001, "regression"), tps("clients=1", 6.01, 5.98, 0.71, "same")}}},
+		Comparisons: []finding.Comparison{tps("clients=16", 41.2, 30.4, 0.0001, "regression"), tps("clients=1", 6.02, 5.97, 0.64, "same")},
+		Log: []finding.Step{
+			step(cLate, 0, finding.StepGood, 41.2, 15, 1),
+			step(cSkip2, 5, finding.StepBad, 30.4, 15, 2),
+			step(cRange2, 3, finding.StepUnbuildable, 0, 0, 0),
+			step(cSkip1, 1, finding.StepUnbuildable, 0, 0, 0),
+			step(cRange1, 2, finding.StepUnbuildable, 0, 0, 0),
+			step(cRange3, 4, finding.StepUnbuildable, 0, 0, 0),
 		},
 		Env: env(), Build: buildInfo(),
 		Reproduce: "pgbisect bisect -s copy-concurrent --good 7c8d9e0f1a --bad 5e6f7a8b9c",
@@ -143,11 +146,11 @@ func rangeCulprit() *Finding {
 	f.Log[2].Note = "hio.c:612:3: error: implicit declaration of function 'ExtendBufferedRelBy'\nmore"
 	for _, sd := range []struct {
 		side string
-		c    Commit
+		c    finding.Commit
 		base float64
 	}{{"good", cLate, 41.2}, {"bad", cSkip2, 30.4}} {
 		for run := 1; run <= 2; run++ {
-			f.Progress = append(f.Progress, Progress{Side: sd.side, Commit: sd.c.Hash[:10], Run: run, Interval: 1,
+			f.Progress = append(f.Progress, finding.Progress{Side: sd.side, Commit: sd.c.Hash[:10], Run: run, Interval: 1,
 				TPS: wobble(60, sd.base, 0.06, run*7)})
 		}
 	}
@@ -155,24 +158,24 @@ func rangeCulprit() *Finding {
 }
 
 // improvement is a nightly finding that undoes the first culprit above.
-func improvement() *Finding {
+func improvement() *finding.Finding {
 	fix := commit("b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", "Avoid per-row palloc in NextCopyFrom()", "Masahiko Sawada <sawada.mshk@gmail.com>", 27)
 	prev := commit("a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9", "Fix comment in copyfromparse.c", "Michael Paquier <michael@paquier.xyz>", 26)
-	c := cmp("elapsed", "s", LowerIsBetter, "", 17.3, 15.8, 0.01, 10, 0.0002, "improvement")
-	f := &Finding{
-		ID: "20260202T020000Z-copy-single-b1c2d3e4f5", Kind: Improvement, Branch: "master", Scenario: "copy-single",
-		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter,
+	c := cmp("elapsed", "s", stats.LowerIsBetter, "", 17.3, 15.8, 0.01, 10, 0.0002, "improvement")
+	f := &finding.Finding{
+		ID: "20260202T020000Z-copy-single-b1c2d3e4f5", Kind: finding.Improvement, Branch: "master", Scenario: "copy-single",
+		Metric: "elapsed", Unit: "s", Direction: stats.LowerIsBetter,
 		Good: prev, Bad: fix,
-		Culprits:    []Culprit{{Commit: fix, Parent: prev, Verified: true, Comparisons: []Comparison{c}}},
-		Comparisons: []Comparison{c},
-		Log:         []Step{step(prev, 0, StepGood, 17.3, 10, 3), step(fix, 1, StepBad, 15.8, 10, 4)},
-		FollowUp:    &FollowUp{FindingID: "20260130T020000Z-copy-single-c24e9ef330", Branch: "master", Culprit: c9f},
+		Culprits:    []finding.Culprit{{Commit: fix, Parent: prev, Verified: true, Comparisons: []finding.Comparison{c}}},
+		Comparisons: []finding.Comparison{c},
+		Log:         []finding.Step{step(prev, 0, finding.StepGood, 17.3, 10, 3), step(fix, 1, finding.StepBad, 15.8, 10, 4)},
+		FollowUp:    &finding.FollowUp{FindingID: "20260130T020000Z-copy-single-c24e9ef330", Branch: "master", Culprit: c9f},
 		Env:         env(), Build: buildInfo(),
 		Reproduce: "pgbisect compare -s copy-single a0b1c2d3e4 b1c2d3e4f5",
 		Started:   t0.Add(72 * time.Hour), Finished: t0.Add(72*time.Hour + 41*time.Minute),
 		Builds: 1, Samples: 20,
 	}
-	s := &Series{Metric: "elapsed", Unit: "s"}
+	s := &finding.Series{Metric: "elapsed", Unit: "s"}
 	for i := 0; i < 30; i++ {
 		v := 14.6
 		if i >= 8 {
@@ -184,26 +187,26 @@ func improvement() *Finding {
 		if i >= 27 {
 			v = 15.8
 		}
-		pt := SeriesPoint{At: t0.Add(time.Duration(i-27) * 24 * time.Hour), Commit: fmt.Sprintf("%010x", 0xabc000+i), Median: v * (1 + 0.006*math.Sin(float64(i)))}
+		pt := finding.SeriesPoint{At: t0.Add(time.Duration(i-27) * 24 * time.Hour), Commit: fmt.Sprintf("%010x", 0xabc000+i), Median: v * (1 + 0.006*math.Sin(float64(i)))}
 		if i == 8 || i == 14 || i == 27 {
 			pt.FindingID = fmt.Sprintf("night-%d", i)
 		}
 		s.Points = append(s.Points, pt)
 	}
-	s.ChangePoints = []ChangePoint{{Index: 8, Confirmed: true}, {Index: 14, Confirmed: true}, {Index: 21, Confirmed: false}, {Index: 27, Confirmed: true}}
+	s.ChangePoints = []finding.ChangePoint{{Index: 8, Confirmed: true}, {Index: 14, Confirmed: true}, {Index: 21, Confirmed: false}, {Index: 27, Confirmed: true}}
 	f.Series = s
 	return f
 }
 
 // noRegression is an on-demand bisection whose endpoints do not differ.
-func noRegression() *Finding {
-	c := cmp("elapsed", "s", LowerIsBetter, "clients=4", 9.81, 9.85, 0.015, 10, 0.61, "same")
-	return &Finding{
-		ID: "20260203T101500Z-copy-flush-after-c24e9ef330", Kind: NoRegression, Branch: "REL_16_STABLE", Scenario: "copy-flush-after",
-		Metric: "elapsed", Unit: "s", Direction: LowerIsBetter, Point: "clients=4",
+func noRegression() *finding.Finding {
+	c := cmp("elapsed", "s", stats.LowerIsBetter, "clients=4", 9.81, 9.85, 0.015, 10, 0.61, "same")
+	return &finding.Finding{
+		ID: "20260203T101500Z-copy-flush-after-c24e9ef330", Kind: finding.NoRegression, Branch: "REL_16_STABLE", Scenario: "copy-flush-after",
+		Metric: "elapsed", Unit: "s", Direction: stats.LowerIsBetter, Point: "clients=4",
 		Good: cGood, Bad: cBad,
-		Comparisons: []Comparison{c, cmp("elapsed", "s", LowerIsBetter, "clients=1", 14.2, 14.24, 0.012, 10, 0.72, "same")},
-		Log:         []Step{step(cGood, 0, StepGood, 9.81, 10, 5), step(cBad, 1, StepGood, 9.85, 10, 6)},
+		Comparisons: []finding.Comparison{c, cmp("elapsed", "s", stats.LowerIsBetter, "clients=1", 14.2, 14.24, 0.012, 10, 0.72, "same")},
+		Log:         []finding.Step{step(cGood, 0, finding.StepGood, 9.81, 10, 5), step(cBad, 1, finding.StepGood, 9.85, 10, 6)},
 		Env:         env(), Build: buildInfo(),
 		Settings:  map[string]string{"backend_flush_after": "256kB"},
 		Reproduce: "pgbisect bisect -s copy-flush-after --good 4b15868b69 --bad c24e9ef330",
@@ -217,22 +220,22 @@ func noRegression() *Finding {
 // that builds but whose server crashes at start: the crashing commit is
 // skipped, the culprit becomes a range of the two, and the report shows
 // the crashing commit's server log.
-func unmeasurableCulprit() *Finding {
-	c := cmp("copy_time", "s", LowerIsBetter, "", 0.402, 0.611, 0.02, 10, 0.0002, "regression")
+func unmeasurableCulprit() *finding.Finding {
+	c := cmp("copy_time", "s", stats.LowerIsBetter, "", 0.402, 0.611, 0.02, 10, 0.0002, "regression")
 	crash := commit("8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b", "postmaster: PANIC at start", "A. Hacker <hacker@example.org>", 13)
-	f := &Finding{
-		ID: "20260204T020000Z-copy-single-c24e9ef330", Kind: Regression, Branch: "master", Scenario: "copy-single",
-		Metric: "copy_time", Unit: "s", Direction: LowerIsBetter,
+	f := &finding.Finding{
+		ID: "20260204T020000Z-copy-single-c24e9ef330", Kind: finding.Regression, Branch: "master", Scenario: "copy-single",
+		Metric: "copy_time", Unit: "s", Direction: stats.LowerIsBetter,
 		Good: cGood, Bad: cBad,
-		Culprits: []Culprit{{Commit: c9f, Parent: c9fP, Range: []Commit{crash, c9f}, Verified: true,
-			Comparisons: []Comparison{c}}},
-		Comparisons: []Comparison{cmp("copy_time", "s", LowerIsBetter, "", 0.401, 0.612, 0.02, 10, 0.0001, "regression")},
-		Log: []Step{
-			step(cGood, 0, StepGood, 0.401, 10, 1),
-			step(c9fP, 5, StepGood, 0.402, 10, 2),
-			step(crash, 6, StepUnmeasurable, 0, 0, 0),
-			step(c9f, 7, StepBad, 0.611, 10, 3),
-			step(cBad, 9, StepBad, 0.612, 10, 4),
+		Culprits: []finding.Culprit{{Commit: c9f, Parent: c9fP, Range: []finding.Commit{crash, c9f}, Verified: true,
+			Comparisons: []finding.Comparison{c}}},
+		Comparisons: []finding.Comparison{cmp("copy_time", "s", stats.LowerIsBetter, "", 0.401, 0.612, 0.02, 10, 0.0001, "regression")},
+		Log: []finding.Step{
+			step(cGood, 0, finding.StepGood, 0.401, 10, 1),
+			step(c9fP, 5, finding.StepGood, 0.402, 10, 2),
+			step(crash, 6, finding.StepUnmeasurable, 0, 0, 0),
+			step(c9f, 7, finding.StepBad, 0.611, 10, 3),
+			step(cBad, 9, finding.StepBad, 0.612, 10, 4),
 		},
 		Env: env(), Build: buildInfo(),
 		Reproduce: "pgbisect bisect -s copy-single --good 4b15868b69 --bad c24e9ef330",
@@ -248,7 +251,7 @@ func unmeasurableCulprit() *Finding {
 
 var fixtures = []struct {
 	name string
-	f    func() *Finding
+	f    func() *finding.Finding
 }{
 	{"regression-two-culprits", twoCulprits},
 	{"regression-range", rangeCulprit},

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // value formats a measured value with about four significant digits and no
@@ -37,7 +40,7 @@ func number(v float64) string {
 }
 
 // side formats one side: "14.18 s ± 1.2%".
-func side(s Side, unit string) string {
+func side(s finding.Side, unit string) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -100,11 +103,11 @@ func day(t time.Time) string {
 }
 
 // directionWord says which way is better in a few words.
-func directionWord(d Direction) string {
+func directionWord(d stats.Direction) string {
 	switch d {
-	case LowerIsBetter:
+	case stats.LowerIsBetter:
 		return "lower is better"
-	case HigherIsBetter:
+	case stats.HigherIsBetter:
 		return "higher is better"
 	}
 	return ""

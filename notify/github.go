@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // GitHubOptions say where and how findings are posted.
@@ -171,7 +172,7 @@ func (p *Poster) Repo() string { return p.owner + "/" + p.repo }
 func (p *Poster) Labels() []string { return p.labels }
 
 // Body renders the issue or comment body of finding f for target t.
-func (p *Poster) Body(f *Finding, t Target) string {
+func (p *Poster) Body(f *finding.Finding, t Target) string {
 	o := Options{MaxLen: MaxBody, Marker: marker(f.ID, t.Key)}
 	if p.reportURL != "" {
 		o.PlotURL = p.reportURL + url.PathEscape(f.ID) + "/"
@@ -188,8 +189,8 @@ func marker(id, key string) string {
 
 // Delivery says what Deliver did.
 type Delivery struct {
-	Posts  []Post  // posts made (or found) in this run
-	Failed []error // one per finding that stays pending
+	Posts  []finding.Post // posts made (or found) in this run
+	Failed []error        // one per finding that stays pending
 }
 
 // Deliver posts every pending finding of out, recording each post as soon as
@@ -203,7 +204,7 @@ func (p *Poster) Deliver(ctx context.Context, out Outbox) (Delivery, error) {
 		return d, fmt.Errorf("listing pending findings: %w", err)
 	}
 	for _, o := range pending {
-		posts, err := p.PostFinding(ctx, o.Finding, o.Posts, func(pst Post) error {
+		posts, err := p.PostFinding(ctx, o.Finding, o.Posts, func(pst finding.Post) error {
 			return out.MarkPosted(ctx, o.Finding.ID, pst)
 		})
 		d.Posts = append(d.Posts, posts...)
@@ -220,11 +221,11 @@ func (p *Poster) Deliver(ctx context.Context, out Outbox) (Delivery, error) {
 // PostFinding posts the targets of f that have no post in done, calling
 // record right after each post. It stops at the first failure: the targets
 // not posted stay pending.
-func (p *Poster) PostFinding(ctx context.Context, f *Finding, done []Post, record func(Post) error) ([]Post, error) {
+func (p *Poster) PostFinding(ctx context.Context, f *finding.Finding, done []finding.Post, record func(finding.Post) error) ([]finding.Post, error) {
 	if !p.canLookup {
 		return nil, errors.New("GITHUB_TOKEN is not set: export a token that may create issues and comments in the repository (findings stay pending)")
 	}
-	var made []Post
+	var made []finding.Post
 	for _, t := range Remaining(f, done) {
 		post, err := p.postTarget(ctx, f, t)
 		if err != nil {
@@ -240,8 +241,8 @@ func (p *Poster) PostFinding(ctx context.Context, f *Finding, done []Post, recor
 	return made, nil
 }
 
-func (p *Poster) postTarget(ctx context.Context, f *Finding, t Target) (Post, error) {
-	post := Post{Key: t.Key, Repo: p.Repo(), At: p.Now().UTC()}
+func (p *Poster) postTarget(ctx context.Context, f *finding.Finding, t Target) (finding.Post, error) {
+	post := finding.Post{Key: t.Key, Repo: p.Repo(), At: p.Now().UTC()}
 	body := p.Body(f, t)
 	mark := marker(f.ID, t.Key)
 	issue, err := p.findIssue(ctx, t.Key)
@@ -250,7 +251,7 @@ func (p *Poster) postTarget(ctx context.Context, f *Finding, t Target) (Post, er
 	}
 	if issue == nil {
 		if !t.Create {
-			post.Action = ActionSkipped
+			post.Action = finding.ActionSkipped
 			post.Note = "no open issue for " + t.Key
 			return post, nil
 		}
@@ -264,20 +265,20 @@ func (p *Poster) postTarget(ctx context.Context, f *Finding, t Target) (Post, er
 		if err != nil {
 			return post, err
 		}
-		post.Action, post.Issue, post.URL = ActionCreated, created.GetNumber(), created.GetHTMLURL()
+		post.Action, post.Issue, post.URL = finding.ActionCreated, created.GetNumber(), created.GetHTMLURL()
 		return post, nil
 	}
 
 	post.Issue = issue.GetNumber()
 	if strings.HasPrefix(issue.GetBody(), mark) {
 		// We created this issue but could not record it.
-		post.Action, post.URL, post.Note = ActionCreated, issue.GetHTMLURL(), "found on GitHub: the post had not been recorded"
+		post.Action, post.URL, post.Note = finding.ActionCreated, issue.GetHTMLURL(), "found on GitHub: the post had not been recorded"
 		return post, nil
 	}
 	if c, err := p.findComment(ctx, issue.GetNumber(), mark); err != nil {
 		return post, err
 	} else if c != nil {
-		post.Action, post.CommentID, post.URL, post.Note = ActionCommented, c.GetID(), c.GetHTMLURL(), "found on GitHub: the post had not been recorded"
+		post.Action, post.CommentID, post.URL, post.Note = finding.ActionCommented, c.GetID(), c.GetHTMLURL(), "found on GitHub: the post had not been recorded"
 		return post, nil
 	}
 	var c *github.IssueComment
@@ -289,7 +290,7 @@ func (p *Poster) postTarget(ctx context.Context, f *Finding, t Target) (Post, er
 	if err != nil {
 		return post, err
 	}
-	post.Action, post.CommentID, post.URL = ActionCommented, c.GetID(), c.GetHTMLURL()
+	post.Action, post.CommentID, post.URL = finding.ActionCommented, c.GetID(), c.GetHTMLURL()
 	return post, nil
 }
 
@@ -372,7 +373,7 @@ type Planned struct {
 
 // Plan says what posting f would do, without posting: the dry run. It looks
 // at the open issues when it has a token.
-func (p *Poster) Plan(ctx context.Context, f *Finding, done []Post) ([]Planned, error) {
+func (p *Poster) Plan(ctx context.Context, f *finding.Finding, done []finding.Post) ([]Planned, error) {
 	var plan []Planned
 	for _, t := range Remaining(f, done) {
 		pl := Planned{Target: t, Repo: p.Repo(), Body: p.Body(f, t)}

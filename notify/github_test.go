@@ -3,15 +3,17 @@ package notify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 const (
@@ -21,15 +23,44 @@ const (
 	titleFaff   = "[master] faff8f8e47: copy-single elapsed +7.5% regression (lower is better)"
 )
 
-func outboxWith(t *testing.T, fs ...*Finding) *Dir {
-	t.Helper()
-	d := FindingsDir(t.TempDir())
-	for _, f := range fs {
-		if err := d.Add(context.Background(), f); err != nil {
-			t.Fatal(err)
+// memOutbox is an Outbox in memory; the results store's own (store.Store)
+// is tested against a real PostgreSQL in package store.
+type memOutbox struct {
+	ids   []string
+	all   map[string]*finding.Outgoing
+	saved bytes.Buffer // every post recorded, as JSON, to look for secrets
+}
+
+func (m *memOutbox) Pending(ctx context.Context) ([]finding.Outgoing, error) {
+	var out []finding.Outgoing
+	for _, id := range m.ids {
+		if o := m.all[id]; len(finding.Unposted(o.Finding, o.Posts)) > 0 {
+			out = append(out, finding.Outgoing{Finding: o.Finding, Posts: slices.Clone(o.Posts)})
 		}
 	}
-	return d
+	return out, nil
+}
+
+func (m *memOutbox) MarkPosted(ctx context.Context, id string, p finding.Post) error {
+	o := m.all[id]
+	if o == nil {
+		return fmt.Errorf("finding %s: %w", id, finding.ErrNotFound)
+	}
+	o.Posts = append(o.Posts, p)
+	return json.NewEncoder(&m.saved).Encode(p)
+}
+
+func outboxWith(t *testing.T, fs ...*finding.Finding) *memOutbox {
+	t.Helper()
+	m := &memOutbox{all: map[string]*finding.Outgoing{}}
+	for _, f := range fs {
+		if err := f.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		m.ids = append(m.ids, f.ID)
+		m.all[f.ID] = &finding.Outgoing{Finding: f}
+	}
+	return m
 }
 
 func deliver(t *testing.T, p *Poster, out Outbox) Delivery {
@@ -90,7 +121,7 @@ func TestPostCreatesIssues(t *testing.T) {
 			t.Errorf("issue body lacks %q", want)
 		}
 	}
-	if got := d.Posts; len(got) != 2 || got[0].Action != ActionCreated || got[0].Issue != 1 || got[1].Issue != 2 ||
+	if got := d.Posts; len(got) != 2 || got[0].Action != finding.ActionCreated || got[0].Issue != 1 || got[1].Issue != 2 ||
 		got[0].URL != "https://github.example/pg/bot/issues/1" || got[0].Repo != "pg/bot" {
 		t.Errorf("posts = %+v", got)
 	}
@@ -104,8 +135,7 @@ func TestPostCreatesIssues(t *testing.T) {
 	}
 
 	// The token never appears in what is logged, recorded or posted.
-	recorded, _ := os.ReadFile(filepath.Join(out.Path, f.ID+".posts.json"))
-	for what, s := range map[string]string{"log": logs.String(), "outbox": string(recorded), "bodies": strings.Join(g.bodySeen, "\n")} {
+	for what, s := range map[string]string{"log": logs.String(), "outbox": out.saved.String(), "bodies": strings.Join(g.bodySeen, "\n")} {
 		if strings.Contains(s, testToken) {
 			t.Errorf("the token appears in the %s", what)
 		}
@@ -151,7 +181,7 @@ func TestPostCommentsOnExistingIssue(t *testing.T) {
 	if c := g.issue(1).Comments; len(c) != 2 || !strings.Contains(c[1].Body, "**Improvement:**") {
 		t.Errorf("the improvement did not comment on #1: %+v", c)
 	}
-	if len(d.Posts) != 2 || d.Posts[0].Action != ActionCommented || d.Posts[1].Action != ActionSkipped {
+	if len(d.Posts) != 2 || d.Posts[0].Action != finding.ActionCommented || d.Posts[1].Action != finding.ActionSkipped {
 		t.Errorf("posts = %+v", d.Posts)
 	}
 	if len(g.issues) != 6 {
@@ -264,16 +294,16 @@ func TestPostPermanentFailureStaysPending(t *testing.T) {
 // failingOutbox fails to record the first post, as a crash between posting
 // and recording would.
 type failingOutbox struct {
-	*Dir
+	*memOutbox
 	failed bool
 }
 
-func (o *failingOutbox) MarkPosted(ctx context.Context, id string, p Post) error {
+func (o *failingOutbox) MarkPosted(ctx context.Context, id string, p finding.Post) error {
 	if !o.failed {
 		o.failed = true
 		return errors.New("disk full")
 	}
-	return o.Dir.MarkPosted(ctx, id, p)
+	return o.memOutbox.MarkPosted(ctx, id, p)
 }
 
 // TestPostNotRecordedIsNotRepeated checks that a post GitHub accepted but
@@ -293,7 +323,7 @@ func TestPostNotRecordedIsNotRepeated(t *testing.T) {
 			}
 			f := twoCulprits()
 			f.Culprits = f.Culprits[:1]
-			out := &failingOutbox{Dir: outboxWith(t, f)}
+			out := &failingOutbox{memOutbox: outboxWith(t, f)}
 			if d := deliver(t, p, out); len(d.Failed) != 1 || !strings.Contains(d.Failed[0].Error(), "disk full") {
 				t.Fatalf("failed = %v", d.Failed)
 			}
@@ -358,7 +388,7 @@ func TestPlan(t *testing.T) {
 	if c := g.takeCalls(); len(c) != 0 {
 		t.Errorf("a plan without a token made requests: %q", c)
 	}
-	if _, err := p2.PostFinding(context.Background(), f, nil, func(Post) error { return nil }); err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
+	if _, err := p2.PostFinding(context.Background(), f, nil, func(finding.Post) error { return nil }); err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") {
 		t.Errorf("posting without a token: %v", err)
 	}
 }

@@ -3,13 +3,14 @@ package notify
 import (
 	"flag"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"os"
-	"path/filepath"
-	"testing"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -47,18 +48,18 @@ func TestGoldenReports(t *testing.T) {
 			f.Plots = []string{"bisection.png", "bisection.svg"}
 			golden(t, fx.name+".md", MarkdownFile(f))
 			golden(t, fx.name+".txt", TextFile(f))
-			js, err := Marshal(f)
+			js, err := finding.Marshal(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden(t, fx.name+".json", string(js))
 
 			// The JSON form reads back to the same finding.
-			back, err := Unmarshal(js)
+			back, err := finding.Unmarshal(js)
 			if err != nil {
 				t.Fatal(err)
 			}
-			js2, err := Marshal(back)
+			js2, err := finding.Marshal(back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,11 +77,11 @@ func TestMarshalNaN(t *testing.T) {
 	f := twoCulprits()
 	f.Culprits[0].Comparisons[0].Ratio = math.NaN()
 	f.Log[0].Samples[0] = math.Inf(1)
-	js, err := Marshal(f)
+	js, err := finding.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Unmarshal(js)
+	back, err := finding.Unmarshal(js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,15 +102,15 @@ func TestFromStats(t *testing.T) {
 	sc := stats.Comparison{Verdict: stats.Regression, Direction: stats.LowerIsBetter,
 		A: stats.Summary{N: 10, Median: 10, RelStddev: 0.01}, B: stats.Summary{N: 10, Median: 12, RelStddev: 0.011},
 		Ratio: 1.2, Lo: 1.18, Hi: 1.22, Confidence: 0.95, P: 0.0002}
-	c := FromStats("elapsed", "s", "clients=1", sc)
-	want := Comparison{Metric: "elapsed", Unit: "s", Direction: LowerIsBetter, Point: "clients=1",
-		Good: Side{Median: 10, RelStddev: 0.01, N: 10}, Bad: Side{Median: 12, RelStddev: 0.011, N: 10},
+	c := finding.FromStats("elapsed", "s", "clients=1", sc)
+	want := finding.Comparison{Metric: "elapsed", Unit: "s", Direction: stats.LowerIsBetter, Point: "clients=1",
+		Good: finding.Side{Median: 10, RelStddev: 0.01, N: 10}, Bad: finding.Side{Median: 12, RelStddev: 0.011, N: 10},
 		Ratio: 1.2, RatioLow: 1.18, RatioHigh: 1.22, Confidence: 0.95, P: 0.0002, Verdict: "regression"}
 	if c != want {
 		t.Errorf("FromStats = %+v from %+v", c, sc)
 	}
 	sc.Direction, sc.Verdict, sc.Ratio = stats.HigherIsBetter, stats.Inconclusive, math.NaN()
-	if c := FromStats("tps", "tps", "", sc); c.Direction != HigherIsBetter || c.Verdict != "inconclusive" || c.Ratio != 0 {
+	if c := finding.FromStats("tps", "tps", "", sc); c.Direction != stats.HigherIsBetter || c.Verdict != "inconclusive" || c.Ratio != 0 {
 		t.Errorf("FromStats = %+v", c)
 	}
 }
@@ -118,13 +119,13 @@ func TestFromStats(t *testing.T) {
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mod  func(*Finding)
+		mod  func(*finding.Finding)
 		want string
 	}{
-		{"bad id", func(f *Finding) { f.ID = "../etc/passwd" }, "finding id"},
-		{"unknown kind", func(f *Finding) { f.Kind = "slower" }, "unknown kind"},
-		{"regression without culprit", func(f *Finding) { f.Culprits = nil }, "at least one culprit"},
-		{"newer format", func(f *Finding) { f.Version = FormatVersion + 1 }, "upgrade pgbisect"},
+		{"bad id", func(f *finding.Finding) { f.ID = "../etc/passwd" }, "finding id"},
+		{"unknown kind", func(f *finding.Finding) { f.Kind = "slower" }, "unknown kind"},
+		{"regression without culprit", func(f *finding.Finding) { f.Culprits = nil }, "at least one culprit"},
+		{"newer format", func(f *finding.Finding) { f.Version = finding.FormatVersion + 1 }, "upgrade pgbisect"},
 	} {
 		f := twoCulprits()
 		tc.mod(f)
@@ -132,10 +133,10 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want an error with %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := Unmarshal([]byte(`{"id": "x", "kind": "regression", "culprit": []}`)); err == nil || !strings.Contains(err.Error(), `unknown field "culprit"`) {
+	if _, err := finding.Unmarshal([]byte(`{"id": "x", "kind": "regression", "culprit": []}`)); err == nil || !strings.Contains(err.Error(), `unknown field "culprit"`) {
 		t.Errorf("Unmarshal accepted an unknown field: %v", err)
 	}
-	if got := NewID(time.Date(2026, 1, 30, 2, 15, 0, 0, time.FixedZone("CET", 3600)), "copy single/x", "9f8377f7a27910bf0f35"); got != "20260130T011500Z-copy-single-x-9f8377f7a2" {
+	if got := finding.NewID(time.Date(2026, 1, 30, 2, 15, 0, 0, time.FixedZone("CET", 3600)), "copy single/x", "9f8377f7a27910bf0f35"); got != "20260130T011500Z-copy-single-x-9f8377f7a2" {
 		t.Errorf("NewID = %q", got)
 	}
 }

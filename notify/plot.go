@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -38,11 +40,11 @@ const (
 // WritePlots draws every plot f has data for into dir, each as SVG and
 // PNG, and returns the file names written, PNG first in each pair. A finding
 // without samples, series or progress gives no plots.
-func WritePlots(dir string, f *Finding) ([]string, error) {
+func WritePlots(dir string, f *finding.Finding) ([]string, error) {
 	var names []string
 	for _, pl := range []struct {
 		name string
-		draw func(*Finding) (*plot.Plot, error)
+		draw func(*finding.Finding) (*plot.Plot, error)
 	}{
 		{PlotBisection, bisectionPlot},
 		{PlotSeries, seriesPlot},
@@ -100,7 +102,7 @@ func legendRoom(p *plot.Plot, lo, hi float64, rows int) {
 	p.Y.Min, p.Y.Max = lo, hi+(hi-lo)*0.085*float64(rows)
 }
 
-func yLabel(metric, unit string, d Direction) string {
+func yLabel(metric, unit string, d stats.Direction) string {
 	s := metric
 	if unit != "" {
 		s += " (" + unit + ")"
@@ -114,9 +116,9 @@ func yLabel(metric, unit string, d Direction) string {
 // bisectionPlot shows the samples of every commit measured in the bisection,
 // in history order, coloured by verdict, with each culprit marked by a
 // vertical line between it and its parent.
-func bisectionPlot(f *Finding) (*plot.Plot, error) {
+func bisectionPlot(f *finding.Finding) (*plot.Plot, error) {
 	type col struct {
-		commit  Commit
+		commit  finding.Commit
 		order   int
 		verdict string
 		samples []float64
@@ -167,12 +169,12 @@ func bisectionPlot(f *Finding) (*plot.Plot, error) {
 	var medians plotter.XYs
 	var unmeasured plotter.XYs
 	for i, c := range cols {
-		names = append(names, keyHash(c.commit)[:min(7, len(keyHash(c.commit)))])
-		class := StepGood
+		names = append(names, finding.KeyHash(c.commit)[:min(7, len(finding.KeyHash(c.commit)))])
+		class := finding.StepGood
 		switch c.verdict {
-		case StepGood:
-		case StepBad:
-			class = StepBad
+		case finding.StepGood:
+		case finding.StepBad:
+			class = finding.StepBad
 		default:
 			class = "other"
 		}
@@ -200,7 +202,7 @@ func bisectionPlot(f *Finding) (*plot.Plot, error) {
 	for _, cl := range []struct {
 		class, label string
 		c            color.Color
-	}{{StepGood, "good", colGood}, {StepBad, "bad", colBad}, {"other", "skipped / inconclusive", colOther}} {
+	}{{finding.StepGood, "good", colGood}, {finding.StepBad, "bad", colBad}, {"other", "skipped / inconclusive", colOther}} {
 		if len(pts[cl.class]) == 0 {
 			continue
 		}
@@ -265,7 +267,7 @@ func bisectionPlot(f *Finding) (*plot.Plot, error) {
 			l.LineStyle = draw.LineStyle{Color: colCulprit, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
 			p.Add(l)
 		}
-		label := "culprit " + culpritKey(&f.Culprits[k])
+		label := "culprit " + finding.CulpritKey(&f.Culprits[k])
 		if cmp := mainComparison(c.Comparisons, f.Kind); cmp != nil {
 			label += " (" + pct(cmp.Ratio) + ")"
 		}
@@ -277,7 +279,7 @@ func bisectionPlot(f *Finding) (*plot.Plot, error) {
 
 // seriesPlot shows the nightly medians over time with change points as
 // vertical lines and nights that led to a finding as triangles.
-func seriesPlot(f *Finding) (*plot.Plot, error) {
+func seriesPlot(f *finding.Finding) (*plot.Plot, error) {
 	s := f.Series
 	if s == nil || len(s.Points) == 0 {
 		return nil, nil
@@ -357,7 +359,7 @@ func seriesPlot(f *Finding) (*plot.Plot, error) {
 
 // progressPlot shows pgbench -P throughput per interval of every run, good
 // runs blue and bad runs red.
-func progressPlot(f *Finding) (*plot.Plot, error) {
+func progressPlot(f *finding.Finding) (*plot.Plot, error) {
 	if len(f.Progress) == 0 {
 		return nil, nil
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // TestWriteReportPlots draws every plot of the fixed findings and checks the
@@ -17,7 +19,7 @@ import (
 // report links them.
 func TestWriteReportPlots(t *testing.T) {
 	cases := []struct {
-		f    *Finding
+		f    *finding.Finding
 		want []string
 	}{
 		{twoCulprits(), []string{"bisection.png", "bisection.svg"}},
@@ -70,7 +72,7 @@ func TestWriteReportPlots(t *testing.T) {
 			if !strings.Contains(string(md), "![bisection](bisection.png)") {
 				t.Errorf("report.md does not show the bisection plot:\n%s", md)
 			}
-			back, err := ReadFile(filepath.Join(dir, ReportJSON))
+			back, err := finding.ReadFile(filepath.Join(dir, ReportJSON))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // Options adjust how a report is rendered.
@@ -28,7 +31,7 @@ type Options struct {
 const MaxBody = 65000
 
 // Markdown renders f as a GitHub issue body (without the title).
-func Markdown(f *Finding, o Options) string {
+func Markdown(f *finding.Finding, o Options) string {
 	body := clip(build(f, mdStyle{}, o), writeMarkdown, o.MaxLen-len(o.Marker)-1, true, f.ID)
 	if o.Marker != "" {
 		body = o.Marker + "\n" + body
@@ -38,12 +41,12 @@ func Markdown(f *Finding, o Options) string {
 
 // Text renders f as plain text in the style of a mailing-list post (without
 // the subject).
-func Text(f *Finding, o Options) string {
+func Text(f *finding.Finding, o Options) string {
 	return clip(build(f, textStyle{}, o), writeText, o.MaxLen, false, f.ID)
 }
 
 // build lays out the report of f.
-func build(f *Finding, st style, o Options) doc {
+func build(f *finding.Finding, st style, o Options) doc {
 	var d doc
 	lead := section{}
 	if !st.markdown() {
@@ -80,7 +83,7 @@ func build(f *Finding, st style, o Options) doc {
 		if len(c.Comparisons) == 0 {
 			continue
 		}
-		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s:", commitRef(culpritTip(c), st), st.code(keyHash(c.Parent)))})
+		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)))})
 		res.blocks = append(res.blocks, comparisonTable(c.Comparisons, st))
 	}
 	if len(f.Comparisons) > 0 {
@@ -151,12 +154,12 @@ func build(f *Finding, st style, o Options) doc {
 }
 
 // verdict is the one-line verdict that opens every report.
-func verdict(f *Finding, st style) string {
-	where := fmt.Sprintf("on %s between %s and %s", st.esc(f.Branch), st.code(keyHash(f.Good)), st.code(keyHash(f.Bad)))
+func verdict(f *finding.Finding, st style) string {
+	where := fmt.Sprintf("on %s between %s and %s", st.esc(f.Branch), st.code(finding.KeyHash(f.Good)), st.code(finding.KeyHash(f.Bad)))
 	switch f.Kind {
-	case Regression, Improvement:
+	case finding.Regression, finding.Improvement:
 		verb := "regressed"
-		if f.Kind == Improvement {
+		if f.Kind == finding.Improvement {
 			verb = "improved"
 		}
 		if len(f.Culprits) == 1 {
@@ -168,15 +171,15 @@ func verdict(f *Finding, st style) string {
 			parts = append(parts, fmt.Sprintf("%s by %s", culpritPhrase(c, st), effect(mainComparison(c.Comparisons, f.Kind), f.Kind, st)))
 		}
 		return fmt.Sprintf("%s %d commits %s %s %s: %s.", st.bold(titleCase(string(f.Kind))+":"), len(f.Culprits), verb, st.esc(f.Scenario), where, strings.Join(parts, "; and "))
-	case NoRegression:
-		s := fmt.Sprintf("%s %s is not worse than %s for %s on %s", st.bold("No regression reproduced:"), st.code(keyHash(f.Bad)), st.code(keyHash(f.Good)), st.esc(f.Scenario), st.esc(f.Branch))
+	case finding.NoRegression:
+		s := fmt.Sprintf("%s %s is not worse than %s for %s on %s", st.bold("No regression reproduced:"), st.code(finding.KeyHash(f.Bad)), st.code(finding.KeyHash(f.Good)), st.esc(f.Scenario), st.esc(f.Branch))
 		if c := mainComparison(f.Comparisons, ""); c != nil {
 			s += ": " + effect(c, "", st)
 		}
 		return s + ", so there is nothing to bisect."
-	case BuildFailure:
+	case finding.BuildFailure:
 		return fmt.Sprintf("%s the commits needed to decide %s %s %s; the bisection log shows which.", st.bold("Build failure:"), st.esc(f.Scenario), where, skipPhrase(f))
-	case Inconclusive:
+	case finding.Inconclusive:
 		s := fmt.Sprintf("%s the sample budget ran out before %s could be called same or different %s", st.bold("Inconclusive:"), st.esc(f.Scenario), where)
 		if c := mainComparison(f.Comparisons, ""); c != nil {
 			s += ": " + effect(c, "", st)
@@ -189,12 +192,12 @@ func verdict(f *Finding, st style) string {
 // effect says how much one comparison changed, signed, and which way is
 // better: "elapsed +10.4% at clients=1, lower is better (95% CI +8.9% to
 // +12.0%, p = 0.0002)".
-func effect(c *Comparison, kind Kind, st style) string {
+func effect(c *finding.Comparison, kind finding.Kind, st style) string {
 	if c == nil {
 		return "no comparison recorded"
 	}
 	s := st.esc(c.Metric) + " " + pct(c.Ratio)
-	if kind == Regression || kind == Improvement {
+	if kind == finding.Regression || kind == finding.Improvement {
 		s = st.bold(s)
 	}
 	if c.Point != "" {
@@ -208,7 +211,7 @@ func effect(c *Comparison, kind Kind, st style) string {
 
 // culpritPhrase names a culprit in a sentence: `9f8377f7a2` ("Add a
 // DEFAULT option to COPY FROM"), or a range.
-func culpritPhrase(c Culprit, st style) string {
+func culpritPhrase(c finding.Culprit, st style) string {
 	if c.IsRange() {
 		return fmt.Sprintf("one of the %d commits %s..%s", len(c.Range), commitRef(c.Range[0], st), commitRef(c.Range[len(c.Range)-1], st))
 	}
@@ -220,17 +223,17 @@ func culpritPhrase(c Culprit, st style) string {
 }
 
 // commitRef is a commit's short hash, linked where it has a URL.
-func commitRef(c Commit, st style) string {
-	return st.link(st.code(keyHash(c)), c.URL)
+func commitRef(c finding.Commit, st style) string {
+	return st.link(st.code(finding.KeyHash(c)), c.URL)
 }
 
 // skipPhrase says why the log skipped commits: "do not build", "cannot be
 // measured", or both.
-func skipPhrase(f *Finding) string {
+func skipPhrase(f *finding.Finding) string {
 	var broken, unmeasurable bool
 	for _, s := range f.Log {
-		broken = broken || s.Verdict == StepUnbuildable
-		unmeasurable = unmeasurable || s.Verdict == StepUnmeasurable
+		broken = broken || s.Verdict == finding.StepUnbuildable
+		unmeasurable = unmeasurable || s.Verdict == finding.StepUnmeasurable
 	}
 	switch {
 	case broken && unmeasurable:
@@ -243,7 +246,7 @@ func skipPhrase(f *Finding) string {
 
 // culpritText describes a culprit in the culprit list; why says why the
 // commits around a range were skipped (skipPhrase).
-func culpritText(c Culprit, st style, why string) string {
+func culpritText(c finding.Culprit, st style, why string) string {
 	if c.IsRange() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "One of %d commits; the commits around them %s, so the range cannot be narrowed:", len(c.Range), why)
@@ -257,16 +260,16 @@ func culpritText(c Culprit, st style, why string) string {
 		s += "\n" + c.Commit.URL
 	}
 	if c.Verified {
-		s += fmt.Sprintf("\nRe-measured against its parent %s before being blamed.", st.code(keyHash(c.Parent)))
+		s += fmt.Sprintf("\nRe-measured against its parent %s before being blamed.", st.code(finding.KeyHash(c.Parent)))
 	} else {
-		s += fmt.Sprintf("\nNot re-measured against its parent %s.", st.code(keyHash(c.Parent)))
+		s += fmt.Sprintf("\nNot re-measured against its parent %s.", st.code(finding.KeyHash(c.Parent)))
 	}
 	return s
 }
 
 // commitLine is "`9f8377f7a2` Add a DEFAULT option to COPY FROM (Andrew
 // Dunstan, 2023-03-13)".
-func commitLine(c Commit, st style) string {
+func commitLine(c finding.Commit, st style) string {
 	s := commitRef(c, st)
 	if c.Subject != "" {
 		s += " " + st.esc(firstLine(c.Subject))
@@ -292,14 +295,14 @@ func authorName(a string) string {
 	return a
 }
 
-func culpritTip(c Culprit) Commit {
+func culpritTip(c finding.Culprit) finding.Commit {
 	if c.IsRange() {
 		return c.Range[len(c.Range)-1]
 	}
 	return c.Commit
 }
 
-func comparisonTable(cs []Comparison, st style) table {
+func comparisonTable(cs []finding.Comparison, st style) table {
 	withPoint := false
 	for _, c := range cs {
 		withPoint = withPoint || c.Point != ""
@@ -319,7 +322,7 @@ func comparisonTable(cs []Comparison, st style) table {
 			r = append(r, st.esc(c.Point))
 		}
 		change := pct(c.Ratio)
-		if c.Verdict == string(Regression) || c.Verdict == string(Improvement) {
+		if c.Verdict == string(finding.Regression) || c.Verdict == string(finding.Improvement) {
 			change = st.bold(change)
 		}
 		change += " (" + interval(c.RatioLow, c.RatioHigh, " … ") + ")"
@@ -333,17 +336,17 @@ func comparisonTable(cs []Comparison, st style) table {
 	return t
 }
 
-func arrow(d Direction) string {
+func arrow(d stats.Direction) string {
 	switch d {
-	case LowerIsBetter:
+	case stats.LowerIsBetter:
 		return " ↓"
-	case HigherIsBetter:
+	case stats.HigherIsBetter:
 		return " ↑"
 	}
 	return ""
 }
 
-func logSection(f *Finding, st style) section {
+func logSection(f *finding.Finding, st style) section {
 	s := section{heading: "Bisection log"}
 	what := st.esc(f.Metric)
 	if f.Point != "" {
@@ -363,7 +366,7 @@ func logSection(f *Finding, st style) section {
 		if step.Note != "" {
 			v += ": " + abbrev(firstLine(step.Note), 60)
 		}
-		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), st.link(st.code(keyHash(step.Commit)), step.Commit.URL), med, n, st.esc(v), st.esc(firstLine(step.Commit.Subject))})
+		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), st.link(st.code(finding.KeyHash(step.Commit)), step.Commit.URL), med, n, st.esc(v), st.esc(firstLine(step.Commit.Subject))})
 	}
 	s.blocks = append(s.blocks, t)
 	return s
@@ -372,7 +375,7 @@ func logSection(f *Finding, st style) section {
 // serverLogSection shows the tail of the server log of every commit of the
 // log that could not be measured: what failed is in it (a PANIC, a failed
 // assertion, a FATAL at start).
-func serverLogSection(f *Finding, st style) (section, bool) {
+func serverLogSection(f *finding.Finding, st style) (section, bool) {
 	s := section{heading: "Server logs of commits that could not be measured"}
 	for _, step := range f.Log {
 		if step.ServerLog == "" {
@@ -387,7 +390,7 @@ func serverLogSection(f *Finding, st style) (section, bool) {
 	return s, len(s.blocks) > 0
 }
 
-func envPairs(e Environment, st style) [][2]string {
+func envPairs(e finding.Environment, st style) [][2]string {
 	var p [][2]string
 	add := func(k, v string) {
 		if v != "" {
@@ -415,7 +418,7 @@ func envPairs(e Environment, st style) [][2]string {
 	return p
 }
 
-func buildPairs(b BuildInfo, st style) [][2]string {
+func buildPairs(b finding.BuildInfo, st style) [][2]string {
 	var p [][2]string
 	add := func(k, v string) {
 		if v != "" {
@@ -442,7 +445,7 @@ func buildPairs(b BuildInfo, st style) [][2]string {
 	return p
 }
 
-func firstConfidence(f *Finding) float64 {
+func firstConfidence(f *finding.Finding) float64 {
 	for _, c := range f.Culprits {
 		for _, cmp := range c.Comparisons {
 			return cmp.Confidence

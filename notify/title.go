@@ -5,6 +5,9 @@ import (
 	"math"
 	"net/url"
 	"strings"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // Target is one post a finding makes: an issue to create or comment on.
@@ -25,34 +28,25 @@ type Target struct {
 // culprit; an improvement or a follow-up comments on the culprit's issue
 // (FollowUp, else its own culprits) only if one is open; a finding with no
 // culprit and no FollowUp makes none: it is reported, not posted.
-func Targets(f *Finding) []Target {
+func Targets(f *finding.Finding) []Target {
+	keys := finding.TargetKeys(f)
 	if f.FollowUp != nil && f.FollowUp.Culprit.Hash != "" {
-		branch := f.FollowUp.Branch
-		if branch == "" {
-			branch = f.Branch
-		}
-		key := fmt.Sprintf("[%s] %s:", branch, keyHash(f.FollowUp.Culprit))
-		return []Target{{Key: key, Title: key + " " + headline(f, nil), Create: false}}
+		return []Target{{Key: keys[0], Title: keys[0] + " " + headline(f, nil), Create: false}}
 	}
-	var ts []Target
-	if f.Kind != Regression && f.Kind != Improvement {
-		return nil
-	}
-	for i := range f.Culprits {
-		c := &f.Culprits[i]
-		key := fmt.Sprintf("[%s] %s:", f.Branch, culpritKey(c))
-		ts = append(ts, Target{Key: key, Title: key + " " + headline(f, c), Create: f.Kind == Regression})
+	ts := make([]Target, len(keys))
+	for i, key := range keys {
+		ts[i] = Target{Key: key, Title: key + " " + headline(f, &f.Culprits[i]), Create: f.Kind == finding.Regression}
 	}
 	return ts
 }
 
 // Title is the title of f's report: that of its first target, or one naming
 // the range when f has no culprit.
-func Title(f *Finding) string {
-	if f.Kind == Regression || f.Kind == Improvement {
+func Title(f *finding.Finding) string {
+	if f.Kind == finding.Regression || f.Kind == finding.Improvement {
 		if len(f.Culprits) > 0 {
 			c := &f.Culprits[0]
-			return fmt.Sprintf("[%s] %s: %s", f.Branch, culpritKey(c), headline(f, c))
+			return fmt.Sprintf("[%s] %s: %s", f.Branch, finding.CulpritKey(c), headline(f, c))
 		}
 	}
 	return fmt.Sprintf("[%s] %s", f.Branch, headline(f, nil))
@@ -62,7 +56,7 @@ func Title(f *Finding) string {
 // regression (lower is better)", the signed change of the metric with the
 // way it is better, or for a finding without a culprit what happened in which
 // range.
-func headline(f *Finding, c *Culprit) string {
+func headline(f *finding.Finding, c *finding.Culprit) string {
 	if c != nil {
 		if cmp := mainComparison(c.Comparisons, f.Kind); cmp != nil {
 			s := fmt.Sprintf("%s %s", f.Scenario, cmp.Metric)
@@ -84,20 +78,20 @@ func headline(f *Finding, c *Culprit) string {
 		}
 		return fmt.Sprintf("%s %s", f.Scenario, f.Kind)
 	}
-	rng := keyHash(f.Good) + ".." + keyHash(f.Bad)
+	rng := finding.KeyHash(f.Good) + ".." + finding.KeyHash(f.Bad)
 	switch f.Kind {
-	case NoRegression:
+	case finding.NoRegression:
 		return fmt.Sprintf("%s: no regression reproduced in %s", f.Scenario, rng)
-	case BuildFailure:
+	case finding.BuildFailure:
 		return fmt.Sprintf("%s: build failure in %s", f.Scenario, rng)
-	case Inconclusive:
+	case finding.Inconclusive:
 		return fmt.Sprintf("%s: inconclusive in %s", f.Scenario, rng)
 	}
 	return fmt.Sprintf("%s: %s in %s", f.Scenario, f.Kind, rng)
 }
 
 // comparisonDirection is c's direction, else the finding's.
-func comparisonDirection(c *Comparison, f *Finding) Direction {
+func comparisonDirection(c *finding.Comparison, f *finding.Finding) stats.Direction {
 	if c.Direction != "" {
 		return c.Direction
 	}
@@ -106,8 +100,8 @@ func comparisonDirection(c *Comparison, f *Finding) Direction {
 
 // mainComparison is the comparison with the largest effect among those whose
 // verdict is the finding's kind, else among all.
-func mainComparison(cs []Comparison, kind Kind) *Comparison {
-	var best *Comparison
+func mainComparison(cs []finding.Comparison, kind finding.Kind) *finding.Comparison {
+	var best *finding.Comparison
 	for pass := 0; pass < 2 && best == nil; pass++ {
 		for i := range cs {
 			c := &cs[i]
@@ -120,23 +114,6 @@ func mainComparison(cs []Comparison, kind Kind) *Comparison {
 		}
 	}
 	return best
-}
-
-// culpritKey is the short hash of a culprit, or "first..last" of a range.
-func culpritKey(c *Culprit) string {
-	if c.IsRange() {
-		return keyHash(c.Range[0]) + ".." + keyHash(c.Range[len(c.Range)-1])
-	}
-	return keyHash(c.Commit)
-}
-
-// keyHash is the 10-digit hash used in titles. It ignores Commit.Short so
-// that the key of one culprit never changes with the caller's abbreviation.
-func keyHash(c Commit) string {
-	if len(c.Hash) >= 10 {
-		return c.Hash[:10]
-	}
-	return c.ShortHash()
 }
 
 // pct formats a ratio as a signed percent change: 1.104 -> "+10.4%".

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // File names WriteReport writes.
@@ -18,7 +20,7 @@ const (
 // plots first, recording their names in f.Plots so the Markdown links them,
 // then report.md, report.txt and report.json. It returns the file names
 // written.
-func WriteReport(dir string, f *Finding) ([]string, error) {
+func WriteReport(dir string, f *finding.Finding) ([]string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func WriteReport(dir string, f *Finding) ([]string, error) {
 		return nil, err
 	}
 	f.Plots = plots
-	js, err := Marshal(f)
+	js, err := finding.Marshal(f)
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +53,13 @@ func WriteReport(dir string, f *Finding) ([]string, error) {
 
 // MarkdownFile is the Markdown report as a file: the title as a heading,
 // then the body, plots linked relative to the file.
-func MarkdownFile(f *Finding) string {
+func MarkdownFile(f *finding.Finding) string {
 	return "# " + strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(Title(f)) + "\n\n" + Markdown(f, Options{})
 }
 
 // TextFile is the plain-text report as a file: a Subject line, then the
 // body, ready to paste into a mail.
-func TextFile(f *Finding) string {
+func TextFile(f *finding.Finding) string {
 	return "Subject: " + Title(f) + "\n\n" + Text(f, Options{})
 }
 

@@ -8,42 +8,51 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgbisect/pgbisect/bisect"
 )
 
-// SaveBisection stores the whole resumable state of bisection id (package
-// bisect's JSON, opaque here) with its status, replacing what was saved
-// before. Saving after every measured commit is what makes --resume lose
-// at most one commit's work.
-func (s *Store) SaveBisection(ctx context.Context, id string, state json.RawMessage, status string) error {
-	if id == "" || status == "" {
-		return errors.New("saving bisection: id and status are required")
+// SaveBisection stores the whole resumable state of bisection b with its
+// phase as the row's status ("endpoints", "search", "check", "done"),
+// replacing what was saved before, in one statement: a crash leaves the
+// previous state or the new one. It implements bisect.Saver; the engine
+// saves after every build and sample, so --resume loses at most one
+// sample's work, on any machine sharing the store.
+func (s *Store) SaveBisection(ctx context.Context, b *bisect.State) error {
+	if b.ID == "" || b.Phase == "" {
+		return errors.New("saving bisection: id and phase are required")
 	}
-	if !json.Valid(state) {
-		return fmt.Errorf("saving bisection %s: state is not valid JSON", id)
+	data, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("encoding bisection %s: %w", b.ID, err)
 	}
-	_, err := s.db.Exec(ctx, `
+	_, err = s.db.Exec(ctx, `
 		INSERT INTO bisections (id, status, state) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()`,
-		id, status, []byte(state))
+		b.ID, string(b.Phase), data)
 	if err != nil {
-		return fmt.Errorf("saving bisection %s: %w", id, err)
+		return fmt.Errorf("saving bisection %s: %w", b.ID, err)
 	}
 	return nil
 }
 
-// LoadBisection returns the state and status saved for id, or an error
-// wrapping ErrNotFound.
-func (s *Store) LoadBisection(ctx context.Context, id string) (json.RawMessage, string, error) {
-	var state json.RawMessage
-	var status string
-	err := s.db.QueryRow(ctx, "SELECT state, status FROM bisections WHERE id = $1", id).Scan(&state, &status)
+var _ bisect.Saver = (*Store)(nil)
+
+// LoadBisection returns the saved state of bisection id, or an error
+// wrapping both bisect.ErrNotFound and ErrNotFound.
+func (s *Store) LoadBisection(ctx context.Context, id string) (*bisect.State, error) {
+	var data []byte
+	err := s.db.QueryRow(ctx, "SELECT state FROM bisections WHERE id = $1", id).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", fmt.Errorf("bisection %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("%w: %s (looked in the results store; 'pgbisect status' lists them): %w", bisect.ErrNotFound, id, ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("loading bisection %s: %w", id, err)
+		return nil, fmt.Errorf("loading bisection %s: %w", id, err)
 	}
-	return state, status, nil
+	st, err := bisect.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("bisection %s in the results store: %w", id, err)
+	}
+	return st, nil
 }
 
 // BisectionInfo summarises a stored bisection.

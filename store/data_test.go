@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 func TestBuilds(t *testing.T) {
@@ -210,35 +213,52 @@ func TestComparisons(t *testing.T) {
 	}
 }
 
+// TestBisections: a state saved at each step is loaded back whole, the row's
+// status follows the phase, and an unknown id is bisect.ErrNotFound.
 func TestBisections(t *testing.T) {
 	ctx := context.Background()
 	s := testStore(t)
-	if _, _, err := s.LoadBisection(ctx, "b1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("got %v, want ErrNotFound", err)
+	commits := []bisect.Commit{
+		{Hash: "1111111111111111111111111111111111111111", Subject: "good", Key: "k1"},
+		{Hash: "2222222222222222222222222222222222222222", Subject: "middle", Key: "k2"},
+		{Hash: "3333333333333333333333333333333333333333", Subject: "bad", Key: "k3"},
 	}
-	if err := s.SaveBisection(ctx, "b1", json.RawMessage(`{"measured":["a"]}`), "running"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveBisection(ctx, "b1", json.RawMessage(`{"measured":["a","m"]}`), "done"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveBisection(ctx, "b2", json.RawMessage(`{}`), "running"); err != nil {
-		t.Fatal(err)
-	}
-	state, status, err := s.LoadBisection(ctx, "b1")
+	in := bisect.Inputs{Repo: "/src/postgres", Good: commits[0].Hash, Bad: commits[2].Hash, Scenario: "copy-single", Metric: "elapsed"}
+	b, err := bisect.NewState(in, commits, time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct{ Measured []string }
-	if err := json.Unmarshal(state, &st); err != nil || status != "done" || !slices.Equal(st.Measured, []string{"a", "m"}) {
-		t.Fatalf("loaded %s %q", state, status)
+	if _, err := s.LoadBisection(ctx, b.ID); !errors.Is(err, bisect.ErrNotFound) || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v, want bisect.ErrNotFound", err)
 	}
-	running, err := s.Bisections(ctx, "running")
-	if err != nil || len(running) != 1 || running[0].ID != "b2" {
-		t.Fatalf("running bisections: %+v %v", running, err)
+	if err := s.SaveBisection(ctx, b); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.SaveBisection(ctx, "b3", json.RawMessage(`{`), "running"); err == nil {
-		t.Fatal("invalid JSON state was accepted")
+	running, err := s.Bisections(ctx, string(bisect.PhaseEndpoints))
+	if err != nil || len(running) != 1 || running[0].ID != b.ID {
+		t.Fatalf("bisections in their endpoint phase: %+v %v", running, err)
+	}
+	b.Samples["k1"] = []float64{10, 10.1, 9.9}
+	b.SampleSeq["k1"] = []int{0, 1, 2}
+	b.SamplesTaken = 3
+	b.Phase = bisect.PhaseDone
+	if err := s.SaveBisection(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadBisection(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != b.ID || got.Phase != bisect.PhaseDone || len(got.Commits) != 3 || got.Commits[1].Subject != "middle" ||
+		!slices.Equal(got.Samples["k1"], b.Samples["k1"]) || got.Inputs.Scenario != "copy-single" {
+		t.Fatalf("loaded %+v", got)
+	}
+	if done, err := s.Bisections(ctx, string(bisect.PhaseDone)); err != nil || len(done) != 1 {
+		t.Fatalf("done bisections: %+v %v", done, err)
+	}
+	b.Phase = ""
+	if err := s.SaveBisection(ctx, b); err == nil {
+		t.Fatal("a state without a phase was accepted")
 	}
 }
 
@@ -258,7 +278,7 @@ func TestFindingsOutbox(t *testing.T) {
 	if err := s.SaveFinding(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkPosted(ctx, f.ID, Post{Target: "[master] 9f8377f7a2:", Action: "created", Repo: "pgbisect/results", Issue: 7,
+	if err := s.MarkPosted(ctx, f.ID, finding.Post{Key: "[master] 9f8377f7a2:", Action: "created", Repo: "pgbisect/results", Issue: 7,
 		URL: "https://github.com/pgbisect/results/issues/7"}); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +322,7 @@ func TestFindingsOutbox(t *testing.T) {
 		t.Fatalf("settling a missing finding: %v", err)
 	}
 	// Last: a failed statement aborts the test's transaction.
-	if err := s.MarkPosted(ctx, "nope", Post{Repo: "o/r", Issue: 1}); err == nil {
+	if err := s.MarkPosted(ctx, "nope", finding.Post{Repo: "o/r", Issue: 1}); err == nil {
 		t.Fatal("a post of a finding that does not exist was recorded")
 	}
 }

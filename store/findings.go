@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // Finding is something the bot found (a culprit, an improvement, a build
-// failure), as the results store keeps it: the whole finding as package
-// notify writes it in Report, and a summary in columns for queries.
+// failure), as the results store keeps it: the whole finding as
+// finding.Marshal writes it in Report, and a summary in columns for
+// queries. The outbox (Add, Pending) fills it from a finding.Finding.
 type Finding struct {
-	// ID is the finding's name (notify.NewID), e.g.
+	// ID is the finding's name (finding.NewID), e.g.
 	// "20260130T021500Z-copy-single-9f8377f7a2".
 	ID string
-	// Kind is notify's kind: "regression", "improvement", "build-failure"...
+	// Kind is the finding's kind: "regression", "improvement", "build-failure"...
 	Kind        string
 	Branch      string
 	BisectionID string
@@ -30,7 +33,7 @@ type Finding struct {
 	// p-value and N the samples per side.
 	Ratio, RatioLow, RatioHigh, P float64
 	N                             int
-	// Report is the finding as notify.Marshal writes it (opaque here).
+	// Report is the finding as finding.Marshal writes it.
 	Report json.RawMessage
 	// Time is when the finding was made; zero means now.
 	Time time.Time
@@ -39,25 +42,7 @@ type Finding struct {
 	Settled bool
 	// Posts are the posts made for the finding, oldest first; filled by
 	// reads, ignored by SaveFinding.
-	Posts []Post
-}
-
-// Post records one post made (or deliberately skipped) for one target of a
-// finding: one issue per culprit, so a finding can have several.
-type Post struct {
-	// Target is the key of the target posted for (notify.Target.Key).
-	Target string
-	// Action is "created", "commented" or "skipped".
-	Action string
-	// Repo is owner/name.
-	Repo      string
-	Issue     int
-	CommentID int64
-	URL       string
-	// Note says why a post was skipped, or that it was found on GitHub.
-	Note string
-	// Time is when it was posted; zero means now.
-	Time time.Time
+	Posts []finding.Post
 }
 
 // SaveFinding stores f, replacing an earlier finding with the same ID; the
@@ -156,8 +141,8 @@ func (s *Store) findings(ctx context.Context, sql string, args ...any) ([]Findin
 	defer prows.Close()
 	for prows.Next() {
 		var id string
-		var p Post
-		if err := prows.Scan(&id, &p.Target, &p.Action, &p.Repo, &p.Issue, &p.CommentID, &p.URL, &p.Note, &p.Time); err != nil {
+		var p finding.Post
+		if err := prows.Scan(&id, &p.Key, &p.Action, &p.Repo, &p.Issue, &p.CommentID, &p.URL, &p.Note, &p.At); err != nil {
 			return nil, fmt.Errorf("reading posts: %w", err)
 		}
 		out[idx[id]].Posts = append(out[idx[id]].Posts, p)
@@ -168,11 +153,11 @@ func (s *Store) findings(ctx context.Context, sql string, args ...any) ([]Findin
 // MarkPosted records one post made for finding id. It is durable when it
 // returns (one committed statement), which is what lets the poster look a
 // post up on GitHub only when its recording was interrupted.
-func (s *Store) MarkPosted(ctx context.Context, id string, p Post) error {
+func (s *Store) MarkPosted(ctx context.Context, id string, p finding.Post) error {
 	_, err := s.db.Exec(ctx, `
 		INSERT INTO posts (finding_id, target, action, repo, issue_number, comment_id, url, note, posted_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		id, p.Target, p.Action, p.Repo, p.Issue, p.CommentID, p.URL, p.Note, timeOr(p.Time))
+		id, p.Key, p.Action, p.Repo, p.Issue, p.CommentID, p.URL, p.Note, timeOr(p.At))
 	if err != nil {
 		return fmt.Errorf("recording a post of finding %s: %w", id, err)
 	}

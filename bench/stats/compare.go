@@ -8,21 +8,45 @@ import (
 	mstats "github.com/aclements/go-moremath/stats"
 )
 
-// Direction says which way a metric gets better.
-type Direction int
+// Direction says which way a metric gets better. It is the one direction
+// type of pgbisect: scenarios set it, Compare judges by it, and findings and
+// their JSON reports carry it as these strings. The zero value is read as
+// LowerIsBetter.
+type Direction string
 
 const (
 	// LowerIsBetter is for times and latencies.
-	LowerIsBetter Direction = iota
+	LowerIsBetter Direction = "lower-is-better"
 	// HigherIsBetter is for throughput such as transactions per second.
-	HigherIsBetter
+	HigherIsBetter Direction = "higher-is-better"
 )
 
+// String returns the words reports use: "lower is better" or "higher is
+// better".
 func (d Direction) String() string {
 	if d == HigherIsBetter {
 		return "higher is better"
 	}
 	return "lower is better"
+}
+
+// UnmarshalJSON reads a direction as written today ("lower-is-better",
+// "higher-is-better", "" for unset) or as bisection states saved before
+// there was one Direction type wrote it (0 lower, 1 higher is better).
+func (d *Direction) UnmarshalJSON(data []byte) error {
+	switch s := string(data); s {
+	case "0":
+		*d = LowerIsBetter
+	case "1":
+		*d = HigherIsBetter
+	case `""`, "null":
+		*d = ""
+	case `"` + string(LowerIsBetter) + `"`, `"` + string(HigherIsBetter) + `"`:
+		*d = Direction(s[1 : len(s)-1])
+	default:
+		return fmt.Errorf("direction %s: want %q or %q", s, LowerIsBetter, HigherIsBetter)
+	}
+	return nil
 }
 
 // Verdict is the outcome of a Comparison.

@@ -285,7 +285,10 @@ func Simulate(cfg SimConfig) []SimRow {
 // verdict is a difference in the wrong direction and whether its final
 // interval holds the true ratio.
 func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered bool) {
-	dir := Direction(rep % 2)
+	dir := LowerIsBetter
+	if rep%2 == 1 {
+		dir = HigherIsBetter
+	}
 	factor := 1 + effect
 	if (rep/2)%2 == 1 {
 		factor = 1 / factor

@@ -19,12 +19,11 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/internal/strictyaml"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
-	"github.com/pgbisect/pgbisect/store/bisections"
-	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 func init() {
@@ -66,7 +65,7 @@ type bisectRequest struct {
 // bisectOutcome is what a finished bisection leaves behind.
 type bisectOutcome struct {
 	State     *bisect.State
-	Finding   *notify.Finding
+	Finding   *finding.Finding
 	ReportDir string
 }
 
@@ -121,7 +120,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	if *asJSON {
-		data, err := notify.Marshal(out.Finding)
+		data, err := finding.Marshal(out.Finding)
 		if err != nil {
 			return err
 		}
@@ -145,7 +144,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	defer unlock()
 	// The state lives in the results store, opened once the inputs are
 	// known to be good (a resumed bisection's inputs are in the store).
-	var saver *bisections.DB
+	var saver *store.Store
 	release := func() {}
 	defer func() { release() }()
 	openSaver := func() error {
@@ -157,7 +156,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 			return err
 		}
 		release = done
-		saver = &bisections.DB{Store: results, Files: &bisect.FileSaver{Dir: cfg.StateDir}}
+		saver = results
 		return nil
 	}
 	var st *bisect.State
@@ -165,7 +164,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		if err := openSaver(); err != nil {
 			return nil, err
 		}
-		if st, err = saver.Load(ctx, req.Resume); err != nil {
+		if st, err = saver.LoadBisection(ctx, req.Resume); err != nil {
 			return nil, err
 		}
 		in := st.Inputs
@@ -213,7 +212,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	if err := openSaver(); err != nil {
 		return nil, err
 	}
-	results := saver.Store
+	results := saver
 	recordBuilds(builder, results, env.Log)
 	in := bisect.Inputs{
 		Repo: cfg.Repo, Good: good.Hash, Bad: bad.Hash, Scenario: req.Scenario, Set: req.Set,
@@ -221,7 +220,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		FirstParent: req.FirstParent, Thresholds: req.Thresholds, GivenGood: givenGood,
 	}
 	if st == nil {
-		st, err = saver.Load(ctx, bisect.ID(in))
+		st, err = saver.LoadBisection(ctx, bisect.ID(in))
 		switch {
 		case err == nil:
 			fmt.Fprintf(env.Stderr, "resuming bisection %s: %d builds and %d samples already taken\n", st.ID, st.BuildsDone, st.SamplesTaken)
@@ -234,7 +233,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 			}
 			// Saved at once, so the ID printed below resumes even if the
 			// first build or sample fails.
-			if err := saver.Save(ctx, st); err != nil {
+			if err := saver.SaveBisection(ctx, st); err != nil {
 				return nil, err
 			}
 			fmt.Fprintf(env.Stderr, "bisection %s: %d commits, %d can be culprits (resume with: pgbisect bisect --resume %s)\n",
@@ -284,18 +283,15 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 	}
 
 	// Report.
-	f := st.Finding(bisect.Report{
+	f := finding.FromBisection(st, finding.Report{
 		Branch: cfg.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(req, st),
-		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
+		Build: finding.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
-	var box *outbox.DB
+	var box *store.Store
 	var adder notify.Adder
 	if !req.CallerReports {
-		if box, err = outboxOf(ctx, env, results, cfg.StateDir); err != nil {
-			return nil, err
-		}
-		adder = box
+		box, adder = results, results
 	}
 	dir, err := notify.Publish(ctx, notify.ReportsDir(cfg.StateDir), f, adder)
 	if err != nil {
@@ -549,22 +545,22 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 
 // environment is the machine of the first sample (of this or an earlier
 // process of the same bisection).
-func (m *bisectMeasurer) environment(ctx context.Context) notify.Environment {
+func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
 	e := m.env
 	if e == nil {
 		samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
 		if err != nil || len(samples) == 0 || samples[0].EnvironmentID == 0 {
-			return notify.Environment{}
+			return finding.Environment{}
 		}
 		info, err := m.results.EnvironmentInfo(ctx, samples[0].EnvironmentID)
 		var saved bench.Environment
 		if err != nil || json.Unmarshal(info, &saved) != nil {
-			return notify.Environment{}
+			return finding.Environment{}
 		}
 		e = &saved
 	}
 	host, _ := os.Hostname()
-	return notify.Environment{Host: host, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores, MemoryMB: e.MemoryBytes >> 20,
+	return finding.Environment{Host: host, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores, MemoryMB: e.MemoryBytes >> 20,
 		Governor: e.Governor, Filesystem: e.Filesystem, LoadAvg: e.LoadAvg[0],
 		Extra: map[string]string{"thp": e.THP, "server": e.ServerVersion}}
 }
@@ -617,22 +613,22 @@ func bisectReproduce(req bisectRequest, st *bisect.State) string {
 }
 
 // bisectPost posts a finding recorded in box, as 'pgbisect post ID' does.
-func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box *outbox.DB, id string) error {
+func bisectPost(ctx context.Context, env *Env, cfg *config.Config, box *store.Store, id string) error {
 	p, err := notify.NewPoster(cfg.GitHub.Options())
 	if err != nil {
 		return err
 	}
 	p.Log = env.Log
-	unlock, err := box.Lock(ctx)
+	unlock, err := box.Lock(ctx, store.PostLock)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	cur, err := box.Load(ctx, id)
+	cur, err := box.LoadFinding(ctx, id)
 	if err != nil {
 		return err
 	}
-	posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst notify.Post) error { return box.MarkPosted(ctx, id, pst) })
+	posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error { return box.MarkPosted(ctx, id, pst) })
 	for _, pst := range posts {
 		fmt.Fprintf(env.Stderr, "posted: %s\n", postLine(pst))
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{Name: "db", Summary: "manage the results database (start|stop|status|url|migrate|psql)", Run: runDB})
+	register(command{Name: "db", Summary: "manage the results database (start|stop|status|url|migrate|psql|import)", Run: runDB})
 }
 
 const dbUsage = `ACTION [flags]
@@ -27,12 +27,20 @@ Actions:
   migrate   apply the schema migrations this pgbisect has and the database lacks
   psql      run psql on the results database; psql's own flags go after --:
             pgbisect db psql -- -c 'SELECT * FROM findings'
+  import    load the bisections and findings an older pgbisect kept in files
+            (STATE/bisections, STATE/findings) into the results store, once:
+            pgbisect db import [--state-dir DIR]
 
 With no database configured (config db, --db, PGBISECT_DB) the results live in
 a private PostgreSQL cluster under STATE/db, listening only on a unix socket
 in STATE/db/run.`
 
 func runDB(ctx context.Context, env *Env) error {
+	if len(env.Args) > 0 && env.Args[0] == "import" {
+		sub := *env
+		sub.Args = env.Args[1:]
+		return dbImport(ctx, &sub)
+	}
 	fs := newFlags(env, "db", dbUsage)
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)

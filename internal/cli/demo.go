@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
-	"github.com/pgbisect/pgbisect/notify"
 )
 
 func init() {
@@ -250,7 +250,7 @@ func demoRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	if *asJSON {
-		data, err := notify.Marshal(out.Finding)
+		data, err := finding.Marshal(out.Finding)
 		if err != nil {
 			return err
 		}

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
-	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
-	"github.com/pgbisect/pgbisect/store/bisections"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -41,7 +40,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pgbisect demo exited %d after %s:\n%s", code, wall.Round(time.Second), demoTail(stderr.String(), 60))
 	}
-	f, err := notify.Unmarshal(stdout.Bytes())
+	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
 		t.Fatalf("demo output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
 	}
@@ -51,8 +50,8 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("reading the demo's truth: %v", err)
 	}
 
-	if f.Kind != notify.Regression {
-		t.Fatalf("finding kind %s, want %s; warnings: %v", f.Kind, notify.Regression, f.Warnings)
+	if f.Kind != finding.Regression {
+		t.Fatalf("finding kind %s, want %s; warnings: %v", f.Kind, finding.Regression, f.Warnings)
 	}
 	var named []string
 	for _, c := range f.Culprits {
@@ -70,7 +69,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	results := storetest.Store(t)
 	id := f.ID[strings.LastIndexByte(f.ID, '-')+1:]
-	st, err := bisections.New(results).Load(ctx, id)
+	st, err := results.LoadBisection(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

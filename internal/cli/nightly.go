@@ -14,11 +14,11 @@ import (
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
-	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 func init() {
@@ -162,11 +162,11 @@ func (d *nightlyDeps) pass(ctx context.Context, force bool, progress func(string
 		Builder:      d.builder,
 		Sampler:      d.runner,
 		Store:        d.store,
-		Bisect: func(ctx context.Context, req nightly.BisectRequest) (*notify.Finding, error) {
+		Bisect: func(ctx context.Context, req nightly.BisectRequest) (*finding.Finding, error) {
 			return d.bisect(ctx, req, progress)
 		},
-		Report: func(ctx context.Context, f *notify.Finding) error {
-			dir, err := notify.Publish(ctx, notify.ReportsDir(d.cfg.StateDir), f, outbox.New(d.store))
+		Report: func(ctx context.Context, f *finding.Finding) error {
+			dir, err := notify.Publish(ctx, notify.ReportsDir(d.cfg.StateDir), f, d.store)
 			if err == nil {
 				progress(fmt.Sprintf("finding %s: %s", notify.Title(f), filepath.Join(dir, notify.ReportMarkdown)))
 			}
@@ -188,7 +188,7 @@ func nightlyThresholds(s config.Stats) stats.Thresholds {
 // an interrupted one resumes), with the bisection's own thresholds layered
 // as that command layers them, except the smallest effect, which is the
 // night-to-night comparison's (given as --min-effect would be).
-func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, progress func(string)) (*notify.Finding, error) {
+func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, progress func(string)) (*finding.Finding, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cfg := *d.cfg
@@ -216,13 +216,9 @@ func (d *nightlyDeps) deliver(ctx context.Context) {
 		return
 	}
 	p.Log = d.env.Log
-	box, err := outboxOf(ctx, d.env, d.store, d.cfg.StateDir)
-	if err != nil {
-		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
-		return
-	}
+	box := d.store
 	where := storeName(d.cfg.DB)
-	unlock, err := box.Lock(ctx)
+	unlock, err := box.Lock(ctx, store.PostLock)
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "not posting: %v\n", err)
 		return
@@ -252,11 +248,11 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 		if point != "" {
 			point = " " + point
 		}
-		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, nightlyBetter(m.Direction), m.Verdict, m.P, m.N)
+		fmt.Fprintf(w, "  %s%s: %s %+.1f%%, %s: %s (p=%.3g, n=%d)\n", m.Scenario, point, m.Metric, 100*m.Change, m.Direction, m.Verdict, m.P, m.N)
 	}
 	for _, c := range res.Detail.ChangePoints {
 		fmt.Fprintf(w, "  change point %s %s at %s (%+.1f%% over the series): re-measured %s..%s: %s %+.1f%%, %s: %s\n",
-			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Metric, 100*c.Change, nightlyBetter(c.Direction), c.Verdict)
+			c.Scenario, c.Metric, build.Short(c.At), 100*c.RelChange, build.Short(c.Before), build.Short(c.Until), c.Metric, 100*c.Change, c.Direction, c.Verdict)
 	}
 	for _, f := range res.Findings {
 		fmt.Fprintf(w, "finding %s: %s\n", f.ID, notify.Title(f))
@@ -264,14 +260,6 @@ func nightlyPrint(w io.Writer, res *nightly.Result) {
 	if res.Detail.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", res.Detail.Error)
 	}
-}
-
-// nightlyBetter says which way a metric is better.
-func nightlyBetter(d notify.Direction) string {
-	if d == notify.HigherIsBetter {
-		return "higher is better"
-	}
-	return "lower is better"
 }
 
 // nightlyLineWriter copies to w and hands each complete line to fn.

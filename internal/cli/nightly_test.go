@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
-	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
-	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 // TestNightlyEndToEnd runs three nightly passes for real over a local
@@ -130,28 +130,28 @@ func TestNightlyEndToEnd(t *testing.T) {
 	}
 	// The finding waits in the store's outbox (not posted: --no-post), and
 	// the bisection's samples are in the store under its ID.
-	box := outbox.New(st)
+	box := st
 	pending, err := box.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var named []string
 	for _, id := range detail.Findings {
-		o, err := box.Load(ctx, id)
+		o, err := box.LoadFinding(ctx, id)
 		if err != nil {
 			t.Fatalf("finding %s of pass 2: %v", id, err)
 		}
-		if !slices.ContainsFunc(pending, func(p notify.Outgoing) bool { return p.Finding.ID == id }) {
+		if !slices.ContainsFunc(pending, func(p finding.Outgoing) bool { return p.Finding.ID == id }) {
 			t.Errorf("finding %s is not pending in the outbox", id)
 		}
-		if o.Finding.Kind == notify.Regression {
+		if o.Finding.Kind == finding.Regression {
 			bid := id[strings.LastIndexByte(id, '-')+1:]
 			if n, err := st.Samples(ctx, store.SampleQuery{BisectionID: bid, AnyPoint: true}); err != nil || len(n) == 0 {
 				t.Errorf("no samples stored under bisection %s (%v)", bid, err)
 			}
 		}
 		f := o.Finding
-		if f.Kind != notify.Regression {
+		if f.Kind != finding.Regression {
 			continue
 		}
 		if f.Series == nil || len(f.Series.Points) != 2 {
@@ -182,9 +182,9 @@ func TestNightlyPrintSigns(t *testing.T) {
 		Run: store.NightlyRun{Branch: "master", Commit: "c24e9ef3302b0f3a9a8d7c6b5a4f3e2d1c0b9a88", Status: nightly.StatusRegression},
 		Detail: nightly.Detail{
 			Results: []nightly.MetricResult{{Scenario: "clog", Point: "clients=16", Metric: "tps", Verdict: "regression",
-				Change: -0.22, Worse: 0.22, Direction: notify.HigherIsBetter, P: 0.0001, N: 12}},
+				Change: -0.22, Worse: 0.22, Direction: stats.HigherIsBetter, P: 0.0001, N: 12}},
 			ChangePoints: []nightly.Candidate{{Scenario: "copy", Metric: "copy_time", At: "aaaaaaaaaaaa", Before: "bbbbbbbbbbbb", Until: "cccccccccccc",
-				RelChange: 0.08, Verdict: "regression", Change: 0.075, Direction: notify.LowerIsBetter}},
+				RelChange: 0.08, Verdict: "regression", Change: 0.075, Direction: stats.LowerIsBetter}},
 		},
 	}
 	var out bytes.Buffer

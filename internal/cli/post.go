@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/notify"
-	"github.com/pgbisect/pgbisect/store/outbox"
+	"github.com/pgbisect/pgbisect/store"
 )
 
 func init() {
@@ -65,7 +66,7 @@ func postRun(ctx context.Context, env *Env) error {
 	}
 	p.Log = env.Log
 
-	var todo []notify.Outgoing
+	var todo []finding.Outgoing
 	if *pending {
 		if todo, err = box.Pending(ctx); err != nil {
 			return err
@@ -93,7 +94,7 @@ func postRun(ctx context.Context, env *Env) error {
 		return nil
 	}
 
-	unlock, err := box.Lock(ctx)
+	unlock, err := box.Lock(ctx, store.PostLock)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func postRun(ctx context.Context, env *Env) error {
 	failed := 0
 	for _, o := range todo {
 		// Re-read under the lock: another poster may have posted it since.
-		cur, err := box.Load(ctx, o.Finding.ID)
+		cur, err := box.LoadFinding(ctx, o.Finding.ID)
 		if err != nil {
 			return err
 		}
@@ -109,7 +110,7 @@ func postRun(ctx context.Context, env *Env) error {
 			fmt.Fprintf(env.Stdout, "%s\talready posted%s\n", cur.Finding.ID, postSummary(cur.Posts))
 			continue
 		}
-		posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst notify.Post) error {
+		posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error {
 			return box.MarkPosted(ctx, cur.Finding.ID, pst)
 		})
 		for _, pst := range posts {
@@ -132,35 +133,35 @@ func postRun(ctx context.Context, env *Env) error {
 // postResolve returns the finding an argument names: a JSON file (recorded
 // in the outbox first when record is set, so its posts are remembered) or
 // the ID of a recorded finding.
-func postResolve(ctx context.Context, box *outbox.DB, arg string, record bool) (notify.Outgoing, error) {
+func postResolve(ctx context.Context, box *store.Store, arg string, record bool) (finding.Outgoing, error) {
 	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, os.PathSeparator) {
-		f, err := notify.ReadFile(arg)
+		f, err := finding.ReadFile(arg)
 		if err != nil {
-			return notify.Outgoing{}, err
+			return finding.Outgoing{}, err
 		}
-		if o, err := box.Load(ctx, f.ID); err == nil {
+		if o, err := box.LoadFinding(ctx, f.ID); err == nil {
 			o.Finding = f
 			if record {
 				if err := box.Add(ctx, f); err != nil {
-					return notify.Outgoing{}, err
+					return finding.Outgoing{}, err
 				}
 			}
 			return o, nil
-		} else if !errors.Is(err, notify.ErrNotFound) {
-			return notify.Outgoing{}, err
+		} else if !errors.Is(err, finding.ErrNotFound) {
+			return finding.Outgoing{}, err
 		}
 		if record {
 			if err := box.Add(ctx, f); err != nil {
-				return notify.Outgoing{}, err
+				return finding.Outgoing{}, err
 			}
 		}
-		return notify.Outgoing{Finding: f}, nil
+		return finding.Outgoing{Finding: f}, nil
 	}
 	return loadFinding(ctx, box, arg)
 }
 
 // postPrintPlan prints exactly what posting o would send, and where.
-func postPrintPlan(ctx context.Context, w io.Writer, p *notify.Poster, o notify.Outgoing) error {
+func postPrintPlan(ctx context.Context, w io.Writer, p *notify.Poster, o finding.Outgoing) error {
 	plan, err := p.Plan(ctx, o.Finding, o.Posts)
 	if err != nil {
 		return err
@@ -196,17 +197,17 @@ func postPrintPlan(ctx context.Context, w io.Writer, p *notify.Poster, o notify.
 	return nil
 }
 
-func postLine(p notify.Post) string {
+func postLine(p finding.Post) string {
 	switch p.Action {
-	case notify.ActionCreated:
+	case finding.ActionCreated:
 		return fmt.Sprintf("created issue #%d\t%s", p.Issue, p.URL)
-	case notify.ActionCommented:
+	case finding.ActionCommented:
 		return fmt.Sprintf("commented on issue #%d\t%s", p.Issue, p.URL)
 	}
 	return fmt.Sprintf("%s\t%s", p.Action, p.Note)
 }
 
-func postSummary(posts []notify.Post) string {
+func postSummary(posts []finding.Post) string {
 	var parts []string
 	for _, p := range posts {
 		if p.Issue > 0 {
@@ -231,9 +232,9 @@ func reportRun(ctx context.Context, env *Env) error {
 	if len(args) != 1 {
 		return usageError("give one finding ID or JSON file")
 	}
-	var f *notify.Finding
+	var f *finding.Finding
 	if strings.HasSuffix(args[0], ".json") || strings.ContainsRune(args[0], os.PathSeparator) {
-		if f, err = notify.ReadFile(args[0]); err != nil {
+		if f, err = finding.ReadFile(args[0]); err != nil {
 			return err
 		}
 	} else {
@@ -269,7 +270,7 @@ func reportRun(ctx context.Context, env *Env) error {
 		_, err = io.WriteString(env.Stdout, notify.TextFile(f))
 	case "json":
 		var b []byte
-		if b, err = notify.Marshal(f); err == nil {
+		if b, err = finding.Marshal(f); err == nil {
 			_, err = env.Stdout.Write(b)
 		}
 	default:

@@ -11,9 +11,8 @@ import (
 
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/config"
-	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/store"
-	"github.com/pgbisect/pgbisect/store/outbox"
 )
 
 // openResults returns the results store of cfg (its db, else the private
@@ -52,34 +51,10 @@ func recordBuilds(b *build.Builder, st *store.Store, log *slog.Logger) {
 	}
 }
 
-// outboxOf returns the outbox of st, where findings wait to be posted.
-// Findings an older pgbisect left in STATE/findings are moved into it first.
-func outboxOf(ctx context.Context, env *Env, st *store.Store, stateDir string) (*outbox.DB, error) {
-	box := outbox.New(st)
-	files := notify.FindingsDir(stateDir)
-	n, err := box.Import(ctx, files)
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		fmt.Fprintf(env.Stderr, "moved %d findings from %s into the results store\n", n, files.Path)
-	}
-	return box, nil
-}
-
-// openOutbox opens the results store of cfg and returns its outbox, and the
-// function that lets go of the store.
-func openOutbox(ctx context.Context, env *Env, cfg *config.Config) (*outbox.DB, func(), error) {
-	st, done, err := openResults(ctx, env, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	box, err := outboxOf(ctx, env, st, cfg.StateDir)
-	if err != nil {
-		done()
-		return nil, nil, err
-	}
-	return box, done, nil
+// openOutbox opens the results store of cfg, which is the outbox of
+// findings, and returns the function that lets go of it.
+func openOutbox(ctx context.Context, env *Env, cfg *config.Config) (*store.Store, func(), error) {
+	return openResults(ctx, env, cfg)
 }
 
 // storeName names the results store of a db URL in messages.
@@ -92,18 +67,18 @@ func storeName(url string) string {
 
 // loadFinding loads finding id from box. The ID of a bisection (as
 // status lists it) names the bisection's latest finding.
-func loadFinding(ctx context.Context, box *outbox.DB, id string) (notify.Outgoing, error) {
-	o, err := box.Load(ctx, id)
-	if !errors.Is(err, notify.ErrNotFound) || strings.Contains(id, "-") {
+func loadFinding(ctx context.Context, box *store.Store, id string) (finding.Outgoing, error) {
+	o, err := box.LoadFinding(ctx, id)
+	if !errors.Is(err, finding.ErrNotFound) || strings.Contains(id, "-") {
 		return o, err
 	}
-	all, ferr := box.Store.Findings(ctx)
+	all, ferr := box.Findings(ctx)
 	if ferr != nil {
 		return o, err
 	}
 	for _, f := range all { // newest first
 		if strings.HasSuffix(f.ID, "-"+id) {
-			return box.Load(ctx, f.ID)
+			return box.LoadFinding(ctx, f.ID)
 		}
 	}
 	return o, fmt.Errorf("%w; a bisection prints its finding's ID when it ends, and 'pgbisect status' lists bisection IDs, which name their finding too", err)

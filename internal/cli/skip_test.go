@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/notify"
-	"github.com/pgbisect/pgbisect/store/bisections"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -68,24 +68,24 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pgbisect bisect exited %d:\n%s", code, demoTail(stderr.String(), 60))
 	}
-	f, err := notify.Unmarshal(stdout.Bytes())
+	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
 		t.Fatalf("output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
 	}
-	if f.Kind != notify.Regression || len(f.Culprits) != 1 {
+	if f.Kind != finding.Regression || len(f.Culprits) != 1 {
 		t.Fatalf("finding %s with %d culprits, want one regression; warnings: %v\n%s", f.Kind, len(f.Culprits), f.Warnings, demoTail(stderr.String(), 40))
 	}
 	c := f.Culprits[0]
 	if len(c.Range) != 2 || c.Range[0].Hash != crash || c.Range[1].Hash != culprit {
 		t.Errorf("culprit %s, range %v: want the range of the crashing commit %s and the regression %s", c.Commit.ShortHash(), c.Range, short(crash), short(culprit))
 	}
-	var step *notify.Step
+	var step *finding.Step
 	for i := range f.Log {
 		if f.Log[i].Commit.Hash == crash {
 			step = &f.Log[i]
 		}
 	}
-	if step == nil || step.Verdict != notify.StepUnmeasurable || !strings.Contains(step.ServerLog, "PANIC:  pgbisect test: crash at start") ||
+	if step == nil || step.Verdict != finding.StepUnmeasurable || !strings.Contains(step.ServerLog, "PANIC:  pgbisect test: crash at start") ||
 		!strings.Contains(step.Note, "crashed") {
 		t.Fatalf("log step of the crashing commit: %+v", step)
 	}
@@ -95,7 +95,7 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 
 	// The skip is in the saved state: a resumed bisection would not try
 	// the commit again.
-	st, err := bisections.New(storetest.Store(t)).Load(ctx, f.ID[strings.LastIndexByte(f.ID, '-')+1:])
+	st, err := storetest.Store(t).LoadBisection(ctx, f.ID[strings.LastIndexByte(f.ID, '-')+1:])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,13 +66,9 @@ func statusBisections(ctx context.Context, st *store.Store, all bool) ([]statusB
 				continue
 			}
 		}
-		data, _, err := st.LoadBisection(ctx, info.ID)
+		s, err := st.LoadBisection(ctx, info.ID)
 		if err != nil {
 			return nil, err
-		}
-		s, err := bisect.Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("bisection %s in the results store: %w", info.ID, err)
 		}
 		in := s.Inputs
 		out = append(out, statusBisection{ID: s.ID, Phase: string(s.Phase), Outcome: string(s.Outcome), Updated: info.Updated,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/store/bisections"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -29,7 +28,7 @@ func TestStatusListsBisections(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SamplesTaken = 7
-	if err := bisections.New(st).Save(ctx, s); err != nil {
+	if err := st.SaveBisection(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	state := t.TempDir()

@@ -8,7 +8,7 @@ import (
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bench/stats/changepoint"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // Candidate is a shift the change-point pass found in a nightly series and
@@ -29,10 +29,10 @@ type Candidate struct {
 	P         float64 `json:"p"`
 	// Verdict is the fresh comparison of Before with Until; Change its
 	// signed change (Until/Before - 1), Direction which way is better.
-	Verdict   string           `json:"verdict"`
-	Change    float64          `json:"change"`
-	Direction notify.Direction `json:"direction,omitempty"`
-	Finding   string           `json:"finding,omitempty"`
+	Verdict   string          `json:"verdict"`
+	Change    float64         `json:"change"`
+	Direction stats.Direction `json:"direction,omitempty"`
+	Finding   string          `json:"finding,omitempty"`
 }
 
 // ShiftWindow is how many nights around a change point the pass looks at:
@@ -81,7 +81,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 						Before:    series[max(lo, cp.Index-ShiftWindow)].Commit,
 						At:        series[cp.Index].Commit,
 						Until:     series[min(end, cp.Index+ShiftWindow)-1].Commit,
-						RelChange: cp.RelChange, P: cp.P, Direction: notifyDirection(m.Direction),
+						RelChange: cp.RelChange, P: cp.P, Direction: m.Direction,
 					}
 					near := make([]string, 0, 2*ShiftWindow+1)
 					for i := max(0, cp.Index-ShiftWindow); i < min(len(series), cp.Index+ShiftWindow+1); i++ {
@@ -110,7 +110,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 
 // confirm measures c.Before against c.Until afresh and acts on the verdict.
 func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int) error {
-	p.progress("change point in %s %s %s at %s (%+.1f%% over the series, %s): confirming", c.Scenario, c.Point, c.Metric, build.Short(c.At), 100*c.RelChange, betterWord(c.Direction))
+	p.progress("change point in %s %s %s at %s (%+.1f%% over the series, %s): confirming", c.Scenario, c.Point, c.Metric, build.Short(c.At), 100*c.RelChange, c.Direction)
 	before, until := p.commit(c.Before), p.commit(c.Until)
 	bi, err := p.Builder.Build(ctx, c.Before)
 	if err != nil {
@@ -148,7 +148,7 @@ func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int
 	c.Verdict, c.Change = r.Verdict, r.Change
 	p.log().Info("nightly: change point checked", slog.String("scenario", c.Scenario), slog.String("metric", c.Metric),
 		slog.String("at", build.Short(c.At)), slog.String("verdict", c.Verdict))
-	cps := []notify.ChangePoint{{Index: index, Confirmed: r.cmp.Verdict.Different()}}
+	cps := []finding.ChangePoint{{Index: index, Confirmed: r.cmp.Verdict.Different()}}
 	switch r.cmp.Verdict {
 	case stats.Regression:
 		f, err := p.Bisect(ctx, BisectRequest{Good: before, Bad: until, Scenario: r.sc, Metric: c.Metric, Point: c.Point, Thresholds: r.th})
@@ -163,7 +163,7 @@ func (p *Pass) confirm(ctx context.Context, res *Result, c *Candidate, index int
 		c.Finding = f.ID
 		return p.report(ctx, res, f)
 	case stats.Improvement:
-		f := comparisonFinding(notify.Improvement, p.Branch, *r, before, until, p.Now())
+		f := comparisonFinding(finding.Improvement, p.Branch, *r, before, until, p.Now())
 		f.Series = p.series(ctx, c.Scenario, c.Metric, r.spec.Unit, c.Point, cps)
 		c.Finding = f.ID
 		return p.report(ctx, res, f)

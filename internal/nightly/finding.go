@@ -10,14 +10,14 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // buildFailure is the finding that the branch head does not build.
-func buildFailure(branch string, good, bad build.Commit, err error, now time.Time) *notify.Finding {
-	f := &notify.Finding{
-		ID:       notify.NewID(now, "build", bad.Hash),
-		Kind:     notify.BuildFailure,
+func buildFailure(branch string, good, bad build.Commit, err error, now time.Time) *finding.Finding {
+	f := &finding.Finding{
+		ID:       finding.NewID(now, "build", bad.Hash),
+		Kind:     finding.BuildFailure,
 		Branch:   branch,
 		Good:     notifyCommit(good),
 		Bad:      notifyCommit(bad),
@@ -36,57 +36,37 @@ func buildFailure(branch string, good, bad build.Commit, err error, now time.Tim
 // comparisonFinding reports one night-to-night (or change-point) verdict
 // without a bisection. When bad is good's only child the culprit is known:
 // bad itself.
-func comparisonFinding(kind notify.Kind, branch string, r MetricResult, good, bad build.Commit, now time.Time) *notify.Finding {
+func comparisonFinding(kind finding.Kind, branch string, r MetricResult, good, bad build.Commit, now time.Time) *finding.Finding {
 	cmp := notifyComparison(r.spec, r.Point, r.cmp)
-	f := &notify.Finding{
-		ID:          notify.NewID(now, r.Scenario, bad.Hash),
+	f := &finding.Finding{
+		ID:          finding.NewID(now, r.Scenario, bad.Hash),
 		Kind:        kind,
 		Branch:      branch,
 		Scenario:    r.Scenario,
 		Metric:      r.Metric,
 		Unit:        r.spec.Unit,
-		Direction:   notifyDirection(r.spec.Direction),
+		Direction:   r.spec.Direction,
 		Point:       r.Point,
 		Good:        notifyCommit(good),
 		Bad:         notifyCommit(bad),
-		Comparisons: []notify.Comparison{cmp},
+		Comparisons: []finding.Comparison{cmp},
 		Started:     now,
 		Finished:    now,
 		Samples:     r.cmp.A.N + r.cmp.B.N,
 		Warnings:    slices.Clone(r.cmp.Warnings),
 	}
 	if len(bad.Parents) == 1 && bad.Parents[0] == good.Hash {
-		f.Culprits = []notify.Culprit{{Commit: f.Bad, Parent: f.Good, Comparisons: []notify.Comparison{cmp}, Verified: true}}
+		f.Culprits = []finding.Culprit{{Commit: f.Bad, Parent: f.Good, Comparisons: []finding.Comparison{cmp}, Verified: true}}
 	}
 	return f
 }
 
-func notifyComparison(m bench.Metric, point string, c stats.Comparison) notify.Comparison {
-	return notify.Comparison{
-		Metric:     m.Name,
-		Unit:       m.Unit,
-		Direction:  notifyDirection(m.Direction),
-		Point:      point,
-		Good:       notify.Side{Median: c.A.Median, RelStddev: c.A.RelStddev, N: c.A.N},
-		Bad:        notify.Side{Median: c.B.Median, RelStddev: c.B.RelStddev, N: c.B.N},
-		Ratio:      finite(c.Ratio),
-		RatioLow:   finite(c.Lo),
-		RatioHigh:  finite(c.Hi),
-		Confidence: c.Confidence,
-		P:          finite(c.P),
-		Verdict:    c.Verdict.String(),
-	}
+func notifyComparison(m bench.Metric, point string, c stats.Comparison) finding.Comparison {
+	return finding.FromStats(m.Name, m.Unit, point, c)
 }
 
-func notifyDirection(d stats.Direction) notify.Direction {
-	if d == stats.HigherIsBetter {
-		return notify.HigherIsBetter
-	}
-	return notify.LowerIsBetter
-}
-
-func notifyCommit(c build.Commit) notify.Commit {
-	nc := notify.Commit{Hash: c.Hash, Subject: c.Subject, Date: c.Date}
+func notifyCommit(c build.Commit) finding.Commit {
+	nc := finding.Commit{Hash: c.Hash, Subject: c.Subject, Date: c.Date}
 	if c.Author != "" {
 		nc.Author = c.Author
 		if c.AuthorEmail != "" {
@@ -98,22 +78,14 @@ func notifyCommit(c build.Commit) notify.Commit {
 
 // series returns the nightly history of one metric for a report, with the
 // given change points marked.
-func (p *Pass) series(ctx context.Context, scenario, metric, unit, point string, cps []notify.ChangePoint) *notify.Series {
+func (p *Pass) series(ctx context.Context, scenario, metric, unit, point string, cps []finding.ChangePoint) *finding.Series {
 	pts, err := p.Store.Series(ctx, p.Branch, scenario, metric, point)
 	if err != nil || len(pts) == 0 {
 		return nil
 	}
-	s := &notify.Series{Metric: metric, Unit: unit, Point: point, ChangePoints: cps}
+	s := &finding.Series{Metric: metric, Unit: unit, Point: point, ChangePoints: cps}
 	for _, sp := range pts {
-		s.Points = append(s.Points, notify.SeriesPoint{At: sp.Time, Commit: build.Short(sp.Commit), Median: stats.Summarize(sp.Values).Median})
+		s.Points = append(s.Points, finding.SeriesPoint{At: sp.Time, Commit: build.Short(sp.Commit), Median: stats.Summarize(sp.Values).Median})
 	}
 	return s
-}
-
-// betterWord says which way a metric is better, for progress lines.
-func betterWord(d notify.Direction) string {
-	if d == notify.HigherIsBetter {
-		return "higher is better"
-	}
-	return "lower is better"
 }

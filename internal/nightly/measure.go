@@ -102,7 +102,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		c := comps[i]
 		r := MetricResult{
 			Scenario: sc.Name, Point: pt.String(), Metric: m.Name,
-			Verdict: c.Verdict.String(), Change: finite(c.Change()), Direction: notifyDirection(m.Direction), Worse: finite(c.Worse()), P: finite(c.P),
+			Verdict: c.Verdict.String(), Change: finite(c.Change()), Direction: m.Direction, Worse: finite(c.Worse()), P: finite(c.P),
 			N:   min(c.A.N, c.B.N),
 			cmp: c, spec: m, sc: sc, th: mths[i],
 		}
@@ -116,7 +116,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		if err != nil {
 			return nil, err
 		}
-		p.progress("%s %s: %s %+.1f%%, %s: %s (p=%.3g, n=%d+%d)", sc.Name, pointName(pt), m.Name, 100*r.Change, betterWord(r.Direction), c.Verdict, c.P, c.A.N, c.B.N)
+		p.progress("%s %s: %s %+.1f%%, %s: %s (p=%.3g, n=%d+%d)", sc.Name, pointName(pt), m.Name, 100*r.Change, r.Direction, c.Verdict, c.P, c.A.N, c.B.N)
 		out = append(out, r)
 	}
 	return out, nil

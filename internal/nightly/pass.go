@@ -13,6 +13,7 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -103,9 +104,9 @@ type Pass struct {
 	// Bisect finds the culprit(s) of a confirmed regression and returns the
 	// finding (a regression with culprits, or what the bisection found
 	// instead).
-	Bisect func(ctx context.Context, req BisectRequest) (*notify.Finding, error)
+	Bisect func(ctx context.Context, req BisectRequest) (*finding.Finding, error)
 	// Report records a finding and posts it where posting is configured.
-	Report func(ctx context.Context, f *notify.Finding) error
+	Report func(ctx context.Context, f *finding.Finding) error
 	// ClientBin, when set, is told the bin directory of the older build
 	// before each comparison, so that one pgbench and psql serve both
 	// sides (a change in the client is not mistaken for one in the
@@ -145,10 +146,10 @@ type MetricResult struct {
 	Change   float64 `json:"change"` // head/base median - 1, signed
 	// Direction says which way the metric is better, so that Change reads
 	// right: -0.22 of a higher-is-better tps is a regression.
-	Direction notify.Direction `json:"direction,omitempty"`
-	Worse     float64          `json:"worse"` // Change turned so that positive is worse
-	P         float64          `json:"p"`
-	N         int              `json:"n"` // samples per side
+	Direction stats.Direction `json:"direction,omitempty"`
+	Worse     float64         `json:"worse"` // Change turned so that positive is worse
+	P         float64         `json:"p"`
+	N         int             `json:"n"` // samples per side
 
 	cmp  stats.Comparison
 	spec bench.Metric
@@ -160,7 +161,7 @@ type MetricResult struct {
 type Result struct {
 	Run      store.NightlyRun
 	Detail   Detail
-	Findings []*notify.Finding
+	Findings []*finding.Finding
 }
 
 // maxHandled bounds the carried list of handled shifts.
@@ -317,7 +318,7 @@ func (p *Pass) act(ctx context.Context, res *Result, results []MetricResult, goo
 			if res.Run.Status == StatusOK {
 				res.Run.Status = StatusImprovement
 			}
-			f := comparisonFinding(notify.Improvement, p.Branch, r, good, bad, p.Now())
+			f := comparisonFinding(finding.Improvement, p.Branch, r, good, bad, p.Now())
 			if err := p.report(ctx, res, f); err != nil {
 				return err
 			}
@@ -349,7 +350,7 @@ func (p *Pass) bisect(ctx context.Context, res *Result, r MetricResult, good, ba
 	return p.report(ctx, res, f)
 }
 
-func (p *Pass) report(ctx context.Context, res *Result, f *notify.Finding) error {
+func (p *Pass) report(ctx context.Context, res *Result, f *finding.Finding) error {
 	res.Findings = append(res.Findings, f)
 	res.Detail.Findings = append(res.Detail.Findings, f.ID)
 	p.log().Info("nightly: finding", slog.String("id", f.ID), slog.String("kind", string(f.Kind)), slog.String("title", notify.Title(f)))

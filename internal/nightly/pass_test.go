@@ -11,7 +11,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -33,7 +33,7 @@ type world struct {
 	built    []string
 	samples  int
 	bisects  []BisectRequest
-	findings []*notify.Finding
+	findings []*finding.Finding
 }
 
 func newWorld(t *testing.T, noise float64, seed uint64) *world {
@@ -88,9 +88,9 @@ func (w *world) Run(_ context.Context, sc *bench.Scenario, t bench.Target, pt be
 	return &bench.Sample{Target: t.Name, Values: map[string]float64{"time": lvl * (1 + w.noise*w.rng.NormFloat64())}}, nil
 }
 
-func (w *world) bisect(_ context.Context, req BisectRequest) (*notify.Finding, error) {
+func (w *world) bisect(_ context.Context, req BisectRequest) (*finding.Finding, error) {
 	w.bisects = append(w.bisects, req)
-	return &notify.Finding{ID: notify.NewID(testNow, req.Scenario.Name, req.Bad.Hash), Kind: notify.Regression,
+	return &finding.Finding{ID: finding.NewID(testNow, req.Scenario.Name, req.Bad.Hash), Kind: finding.Regression,
 		Scenario: req.Scenario.Name, Metric: req.Metric, Good: notifyCommit(req.Good), Bad: notifyCommit(req.Bad)}, nil
 }
 
@@ -99,7 +99,7 @@ func (w *world) pass(st *store.Store, sc *bench.Scenario) *Pass {
 		Branch: w.branch, Scenarios: []*bench.Scenario{sc},
 		Repo: w, Builder: w, Sampler: w, Store: st,
 		Bisect: w.bisect,
-		Report: func(_ context.Context, f *notify.Finding) error {
+		Report: func(_ context.Context, f *finding.Finding) error {
 			w.findings = append(w.findings, f)
 			return nil
 		},
@@ -183,9 +183,9 @@ func TestPassNightByNight(t *testing.T) {
 	if res := w.run(t, w.pass(st, sc)); res.Run.Status != StatusBuildFailed {
 		t.Fatalf("still broken head: status %s", res.Run.Status)
 	}
-	var failures []*notify.Finding
+	var failures []*finding.Finding
 	for _, f := range w.findings {
-		if f.Kind == notify.BuildFailure {
+		if f.Kind == finding.BuildFailure {
 			failures = append(failures, f)
 		}
 	}
@@ -201,7 +201,7 @@ func TestPassNightByNight(t *testing.T) {
 		t.Fatalf("status %s against %s, want improvement against %s", res.Run.Status, build.Short(res.Detail.Base), build.Short(c4))
 	}
 	last := w.findings[len(w.findings)-1]
-	if last.Kind != notify.Improvement || last.Bad.Hash != c7 || len(last.Comparisons) != 1 || last.Comparisons[0].Ratio > 0.95 {
+	if last.Kind != finding.Improvement || last.Bad.Hash != c7 || len(last.Comparisons) != 1 || last.Comparisons[0].Ratio > 0.95 {
 		t.Fatalf("improvement finding %+v", last)
 	}
 	if len(w.bisects) != 1 {

@@ -1,17 +1,15 @@
-// Package notify turns a finding of pgbisect (a bisected regression, a
-// nightly change, an endpoint check that found nothing) into reports people
-// read and into GitHub issues.
+// Package finding is what pgbisect found: the culprits of a bisection with
+// the evidence behind them (verdicts, intervals, samples), the endpoint
+// comparison, the bisection log, and the machine and build the numbers come
+// from. It is the model that package notify renders and package store
+// persists; neither knows the other.
 //
-// The one design choice that matters: a Finding is plain data, filled once by
-// bisect or the nightly pass, and every output is rendered from it — the
-// Markdown of an issue, the plain text of a mailing-list post, the JSON the
-// results store persists, the plots. Nothing is computed while rendering
-// except formatting, so every report of one finding says the same thing.
-//
-// Posting goes through an Outbox: a finding is recorded first and posted
-// after, one issue per culprit, and every post is recorded, so a finding that
-// could not be posted is posted on the next attempt and never twice.
-package notify
+// The one design choice that matters: a Finding is plain data, filled once
+// (FromBisection for a bisection, the nightly pass for a night's change) and
+// never recomputed, so every report of one finding says the same thing. Its
+// JSON form is stable: fields are only added, and FormatVersion guards
+// readers against newer files.
+package finding
 
 import (
 	"bytes"
@@ -23,6 +21,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
 // FormatVersion is the version of the JSON form of a Finding. Readers
@@ -51,8 +51,8 @@ const (
 
 var kinds = []Kind{Regression, Improvement, NoRegression, BuildFailure, Inconclusive}
 
-// Finding is everything one report says. It is filled by bisect and by the
-// nightly pass, and is also the JSON report format and what the results
+// Finding is everything one report says. It is filled by FromBisection and
+// by the nightly pass, and is also the JSON report format and what the results
 // store persists: field names are stable, new fields are only added.
 //
 // Units: every measured value is in the unit of its metric; ratios are
@@ -70,10 +70,10 @@ type Finding struct {
 	Scenario string `json:"scenario"`
 	// Metric, Unit, Direction and Point name what the bisection decided on;
 	// the bisection log shows this metric at this point.
-	Metric    string    `json:"metric"`
-	Unit      string    `json:"unit,omitempty"`
-	Direction Direction `json:"direction,omitempty"`
-	Point     string    `json:"point,omitempty"`
+	Metric    string          `json:"metric"`
+	Unit      string          `json:"unit,omitempty"`
+	Direction stats.Direction `json:"direction,omitempty"`
+	Point     string          `json:"point,omitempty"`
 
 	// Good and Bad are the endpoints that were compared: the last nightly
 	// and tonight's, or the user's --good and --bad.
@@ -118,15 +118,6 @@ type Finding struct {
 	// directories); set by WriteReport.
 	Plots []string `json:"plots,omitempty"`
 }
-
-// Direction says which way a metric is better.
-type Direction string
-
-// The directions.
-const (
-	LowerIsBetter  Direction = "lower-is-better"  // elapsed time, latency
-	HigherIsBetter Direction = "higher-is-better" // tps, rows/s
-)
 
 // Commit is one commit as reports show it.
 type Commit struct {
@@ -173,9 +164,9 @@ func (c Culprit) IsRange() bool { return len(c.Range) > 1 }
 
 // Comparison is one metric at one matrix point, good side against bad side.
 type Comparison struct {
-	Metric    string    `json:"metric"`
-	Unit      string    `json:"unit,omitempty"`
-	Direction Direction `json:"direction"`
+	Metric    string          `json:"metric"`
+	Unit      string          `json:"unit,omitempty"`
+	Direction stats.Direction `json:"direction"`
 	// Point is the matrix point ("clients=4"), empty for a scenario without
 	// a matrix.
 	Point string `json:"point,omitempty"`
@@ -347,7 +338,7 @@ func NewID(t time.Time, scenario, commit string) string {
 // Validate checks what every renderer and the poster rely on.
 func (f *Finding) Validate() error {
 	if !idRE.MatchString(f.ID) {
-		return fmt.Errorf("finding id %q must be 1-128 letters, digits, '.', '_' or '-' (see notify.NewID)", f.ID)
+		return fmt.Errorf("finding id %q must be 1-128 letters, digits, '.', '_' or '-' (see finding.NewID)", f.ID)
 	}
 	if f.Version > FormatVersion {
 		return fmt.Errorf("finding %s has format version %d; this pgbisect reads up to %d: upgrade pgbisect", f.ID, f.Version, FormatVersion)

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
+
+// dbImport is "pgbisect db import": it loads the bisections and findings an
+// older pgbisect kept in files under its state directory into the results
+// store, once (store.Store.Import). Running it again imports nothing.
+func dbImport(ctx context.Context, env *Env) error {
+	fs := newFlags(env, "db import", "[--state-dir DIR] [flags]")
+	from := fs.String("state-dir", "", "the state `DIR` whose bisections/ and findings/ files to import (default: the state directory)")
+	flags := addStoreFlags(fs)
+	pos, err := parseFlags(fs, env)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("db import takes no arguments, got %q (give the directory with --state-dir DIR)", pos)
+	}
+	cfg, err := flags.load()
+	if err != nil {
+		return err
+	}
+	dir := cfg.StateDir
+	if *from != "" {
+		if dir, err = filepath.Abs(*from); err != nil {
+			return err
+		}
+	}
+	st, done, err := openResults(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	n, err := st.Import(ctx, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "imported %d bisections, %d findings and %d posts from %s into %s", n.Bisections, n.Findings, n.Posts, dir, storeName(cfg.DB))
+	if n.Present > 0 {
+		fmt.Fprintf(env.Stdout, "; %d were there already and are left as they are", n.Present)
+	}
+	fmt.Fprintln(env.Stdout)
+	return nil
+}
