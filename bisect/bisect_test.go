@@ -56,7 +56,7 @@ type detLab struct {
 }
 
 func newDetLab(h *SimHistory, sigma float64) *detLab {
-	return &detLab{simLab: newSimLab(h, NoiseNormal, sigma, nil), sigma: sigma, taken: map[int]int{}}
+	return &detLab{simLab: newSimLab(h, stats.NoiseModels[0], sigma, nil), sigma: sigma, taken: map[int]int{}}
 }
 
 func (l *detLab) tick() {

@@ -19,44 +19,6 @@ import (
 // often the search names exactly the right culprits, how often it blames
 // a wrong commit, and what it costs. It is pure and deterministic.
 
-// Noise is a model of run-to-run variation: a multiplicative factor with
-// median about 1 and relative standard deviation about sigma.
-type Noise string
-
-const (
-	NoiseNormal    Noise = "normal"    // 1 + sigma*N(0,1)
-	NoiseLognormal Noise = "lognormal" // exp(sigma*N(0,1))
-	// NoiseOutliers is normal noise with 5% of runs 30-100% slower.
-	NoiseOutliers Noise = "outliers"
-	// NoiseBimodal has two modes 1.6 sigma apart, as when runs land on
-	// one of two CPU or memory layouts.
-	NoiseBimodal Noise = "bimodal"
-)
-
-// Noises lists every model.
-var Noises = []Noise{NoiseNormal, NoiseLognormal, NoiseOutliers, NoiseBimodal}
-
-// Draw returns one factor of the model.
-func (n Noise) Draw(rng *rand.Rand, sigma float64) float64 {
-	switch n {
-	case NoiseLognormal:
-		return math.Exp(sigma * rng.NormFloat64())
-	case NoiseOutliers:
-		f := 1 + sigma*rng.NormFloat64()
-		if rng.Float64() < 0.05 {
-			f *= 1.3 + 0.7*rng.Float64()
-		}
-		return math.Max(f, 0.05)
-	case NoiseBimodal:
-		mode := 0.8 * sigma
-		if rng.IntN(2) == 0 {
-			mode = -mode
-		}
-		return math.Max(1+mode+0.6*sigma*rng.NormFloat64(), 0.05)
-	}
-	return math.Max(1+sigma*rng.NormFloat64(), 0.05)
-}
-
 // SimConfig describes one family of simulated bisections.
 type SimConfig struct {
 	Commits  int     // commits in the range, good and bad included
@@ -64,8 +26,11 @@ type SimConfig struct {
 	Effect   float64 // each culprit's slowdown; 0 draws each from [MinEffect, MaxEffect]
 	// MinEffect and MaxEffect bound random effects. Default 0.03 and 0.30.
 	MinEffect, MaxEffect float64
-	Noise                Noise
-	Sigma                float64 // relative noise; default 0.10
+	// Noise names the noise model, one of stats.NoiseModels (the same
+	// family bench/stats' simulation of comparisons draws from); default
+	// "normal".
+	Noise string
+	Sigma float64 // relative noise; default 0.10
 	// DocFraction is the share of commits that change nothing compiled.
 	// Default 0.2.
 	DocFraction float64
@@ -247,7 +212,7 @@ func (cfg SimConfig) withDefaults() SimConfig {
 		cfg.Sigma = 0.10
 	}
 	if cfg.Noise == "" {
-		cfg.Noise = NoiseNormal
+		cfg.Noise = "normal"
 	}
 	if cfg.DocFraction == 0 {
 		cfg.DocFraction = 0.2
@@ -260,14 +225,15 @@ type simLab struct {
 	h      *SimHistory
 	index  map[string]int
 	rng    *rand.Rand
-	noise  Noise
-	sigma  float64
-	builds map[string]int // builds per hash; must never exceed 1 for a key
-	speed  *machine       // drift; nil: none
+	draw   func(side int) float64 // the noise factor of the next run
+	builds map[string]int         // builds per hash; must never exceed 1 for a key
+	speed  *machine               // drift; nil: none
 }
 
-func newSimLab(h *SimHistory, noise Noise, sigma float64, rng *rand.Rand) *simLab {
-	l := &simLab{h: h, index: map[string]int{}, rng: rng, noise: noise, sigma: sigma, builds: map[string]int{}}
+// newSimLab returns a lab whose runs draw noise of the given model at
+// relative level sigma from rng.
+func newSimLab(h *SimHistory, noise stats.NoiseModel, sigma float64, rng *rand.Rand) *simLab {
+	l := &simLab{h: h, index: map[string]int{}, rng: rng, draw: noise.Source(rng, sigma), builds: map[string]int{}}
 	for i, c := range h.Commits {
 		l.index[c.Hash] = i
 	}
@@ -287,7 +253,7 @@ func (l *simLab) Build(_ context.Context, hash string) (Target, error) {
 }
 
 func (l *simLab) Measure(_ context.Context, t Target) (float64, error) {
-	v := 100 * l.h.Level[t.(int)] * l.noise.Draw(l.rng, l.sigma)
+	v := 100 * l.h.Level[t.(int)] * l.draw(0)
 	if l.speed != nil {
 		v *= l.speed.next()
 	}
@@ -319,7 +285,11 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	cfg = cfg.withDefaults()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	h := NewSimHistory(cfg, rng)
-	lab := newSimLab(h, cfg.Noise, cfg.Sigma, rng)
+	noise, err := stats.NoiseModelNamed(cfg.Noise)
+	if err != nil {
+		return SimRun{}, nil, nil, err
+	}
+	lab := newSimLab(h, noise, cfg.Sigma, rng)
 	if cfg.Drift.On() {
 		lab.speed = newMachine(cfg.Drift, seed)
 	}

@@ -1,15 +1,19 @@
 package bisect
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
 var (
@@ -21,7 +25,7 @@ var (
 // simRows are the families of the README's simulation table.
 func simRows() []SimConfig {
 	var rows []SimConfig
-	for _, n := range Noises {
+	for _, n := range []string{"normal", "log-normal", "outliers", "bimodal"} {
 		rows = append(rows, SimConfig{Commits: 1000, Culprits: 1, Effect: 0.10, Noise: n, BrokenStretches: 3})
 	}
 	rows = append(rows,
@@ -29,7 +33,7 @@ func simRows() []SimConfig {
 		SimConfig{Commits: 5000, Culprits: 1, Effect: 0.10, BrokenStretches: 10},
 		SimConfig{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 3, Effect: 0.10, BrokenStretches: 3},
-		SimConfig{Commits: 1000, Culprits: 2, Noise: NoiseOutliers, BrokenStretches: 3}, // 3–30%
+		SimConfig{Commits: 1000, Culprits: 2, Noise: "outliers", BrokenStretches: 3}, // 3–30%
 		SimConfig{Commits: 1000, Culprits: 1, Effect: 0.03, BrokenStretches: 3},
 		SimConfig{Commits: 1000, Culprits: 0, BrokenStretches: 3},
 	)
@@ -164,5 +168,26 @@ func TestDriftModel(t *testing.T) {
 	}
 	if !slices.Equal(plain.Culprits, drifting.Culprits) || !slices.Equal(plain.Level, drifting.Level) {
 		t.Error("turning drift on changed the simulated history")
+	}
+}
+
+// TestSimLabDrawsStatsNoise: a simulated bisection measures with the noise
+// models of bench/stats, the ones its simulation of comparisons uses: from
+// the same seed, a lab's runs of a commit at level 1 are exactly 100 times
+// the model's own draws, for every model, time-dependent ones included.
+func TestSimLabDrawsStatsNoise(t *testing.T) {
+	h := history(2, nil, nil, nil)
+	for _, m := range stats.NoiseModels {
+		lab := newSimLab(h, m, 0.10, rand.New(rand.NewPCG(7, 7)))
+		want := m.Source(rand.New(rand.NewPCG(7, 7)), 0.10)
+		for i := range 500 {
+			got, err := lab.Measure(context.Background(), 0)
+			if w := 100 * want(0); err != nil || got != w {
+				t.Fatalf("%s, run %d: lab measured %v (%v), the model draws %v", m.Name, i, got, err, w)
+			}
+		}
+	}
+	if _, err := Simulate(SimConfig{Commits: 10, Noise: "lognormal"}, 1); err == nil || !strings.Contains(err.Error(), "log-normal") {
+		t.Errorf("an unknown noise model: %v, want an error listing the models", err)
 	}
 }

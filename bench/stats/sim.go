@@ -11,7 +11,9 @@ import (
 
 // A NoiseModel draws the measurements of a benchmark whose true median is
 // near 1, with relative noise about s (a fraction). Exactly one of Draw and
-// Stream is set.
+// Stream is set. NoiseModels is the one family of them: the simulations of
+// comparisons here and of whole bisections (package bisect) both draw from
+// it, through Source.
 type NoiseModel struct {
 	Name string
 	// About says how the model is built, for the table's legend.
@@ -25,8 +27,9 @@ type NoiseModel struct {
 	Stream func(r *rand.Rand, s float64) func(side int) float64
 }
 
-// source returns the measurement source of one comparison under m.
-func (m NoiseModel) source(r *rand.Rand, s float64) func(side int) float64 {
+// Source returns the measurement source of one comparison (or one simulated
+// bisection) under m: each call is the next run, side 0 for A and 1 for B.
+func (m NoiseModel) Source(r *rand.Rand, s float64) func(side int) float64 {
 	if m.Stream != nil {
 		return m.Stream(r, s)
 	}
@@ -111,6 +114,18 @@ var NoiseModels = []NoiseModel{
 			}
 		},
 	},
+}
+
+// NoiseModelNamed returns the model of NoiseModels called name.
+func NoiseModelNamed(name string) (NoiseModel, error) {
+	var names []string
+	for _, m := range NoiseModels {
+		if m.Name == name {
+			return m, nil
+		}
+		names = append(names, m.Name)
+	}
+	return NoiseModel{}, fmt.Errorf("no noise model %q (the models are %s)", name, strings.Join(names, ", "))
 }
 
 // studentT3 draws from Student's t distribution with 3 degrees of freedom.
@@ -293,7 +308,7 @@ func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Th
 	if (rep/2)%2 == 1 {
 		factor = 1 / factor
 	}
-	draw := m.source(rng, s)
+	draw := m.Source(rng, s)
 	var a, b []float64
 	c = Comparison{Verdict: Unknown}
 	for more := th.StartSamples; more > 0; more = th.More(c) {

@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,16 +51,20 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 }
 
 // TestLibrariesDoNotImportTheCommandLayer fails when a library package
-// (bisect, bench, build, notify, store and their subpackages, tests
-// included) imports internal/config or internal/cli: data flows one way,
-// from the CLI and the config that composes the components down to them.
+// (bisect, bench, build, notify, store and their subpackages, and
+// internal/finding, tests included) imports internal/config or
+// internal/cli: data flows one way, from the CLI and the config that
+// composes the components down to them. It also holds the library layer's
+// own rules (docs/architecture.md): the bisection engine depends on
+// bench/stats and its own types only, and notify (which renders findings)
+// and store (which persists them) know the finding model, not each other.
 func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go tool is needed to list the packages' imports: %v", err)
 	}
-	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}},{{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
-		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...").Output()
+	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}} {{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
+		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...", "../../internal/finding").Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
@@ -70,11 +75,26 @@ func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 	if len(lines) < 10 {
 		t.Fatalf("go list listed only %d library packages:\n%s", len(lines), out)
 	}
+	const mod = "github.com/pgbisect/pgbisect/"
+	under := func(pkg, dir string) bool { return pkg == mod+dir || strings.HasPrefix(pkg, mod+dir+"/") }
 	for _, line := range lines {
-		pkg, imports, _ := strings.Cut(line, " ")
-		for _, imp := range strings.Split(imports, ",") {
+		f := strings.Split(line+"  ", " ")
+		pkg, imports, testImports := f[0], f[1], f[2]
+		for _, imp := range strings.Split(imports+","+testImports, ",") {
 			if strings.HasSuffix(imp, "/internal/config") || strings.HasSuffix(imp, "/internal/cli") {
 				t.Errorf("%s imports %s: give it what it needs as its own types and let internal/config convert", pkg, imp)
+			}
+			if !strings.HasPrefix(imp, mod) {
+				continue
+			}
+			switch {
+			case under(pkg, "bisect") && !under(imp, "bisect") && imp != mod+"bench/stats":
+				t.Errorf("%s imports %s: the bisection engine depends on bench/stats and its own types only (findings are made from its State in internal/finding)", pkg, imp)
+			// The finding's tests may render what they made.
+			case (under(pkg, "notify") || pkg == mod+"internal/finding") && under(imp, "store"),
+				under(pkg, "store") && under(imp, "notify"),
+				pkg == mod+"internal/finding" && under(imp, "notify") && slices.Contains(strings.Split(imports, ","), imp):
+				t.Errorf("%s imports %s: notify renders findings and store persists them; both know internal/finding, not each other", pkg, imp)
 			}
 		}
 	}
