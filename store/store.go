@@ -12,8 +12,11 @@
 // from numbered SQL files embedded in the binary and applied at Open.
 //
 // Payloads whose types belong to other packages (bisection state, reports,
-// environments, build options) are stored as opaque JSON, so store imports
-// none of bisect, bench or notify.
+// environments, build options) are stored as JSON, so those packages evolve
+// without migrations. The store implements the engine's state saver
+// (bisect.Saver: SaveBisection, LoadBisection) and the outbox of findings
+// (notify.Outbox: Add, Pending, MarkPosted) on the model types of bisect and
+// internal/finding directly; it imports neither notify nor bench.
 package store
 
 import (
