@@ -1,3 +1,15 @@
+// Package notify turns a finding of pgbisect (internal/finding: a bisected
+// regression, a nightly change, an endpoint check that found nothing) into
+// reports people read and into GitHub issues.
+//
+// The one design choice that matters: nothing is computed while rendering
+// except formatting, so every report of one finding — the Markdown of an
+// issue, the plain text of a mailing-list post, the JSON the results store
+// persists, the plots — says the same thing.
+//
+// Posting goes through an Outbox: a finding is recorded first and posted
+// after, one issue per culprit, and every post is recorded, so a finding that
+// could not be posted is posted on the next attempt and never twice.
 package notify
 
 import (
