@@ -38,12 +38,12 @@ func (s *Store) SaveBisection(ctx context.Context, b *bisect.State) error {
 var _ bisect.Saver = (*Store)(nil)
 
 // LoadBisection returns the saved state of bisection id, or an error
-// wrapping both bisect.ErrNotFound and ErrNotFound.
+// wrapping bisect.ErrNotFound.
 func (s *Store) LoadBisection(ctx context.Context, id string) (*bisect.State, error) {
 	var data []byte
 	err := s.db.QueryRow(ctx, "SELECT state FROM bisections WHERE id = $1", id).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s (looked in the results store; 'pgbisect status' lists them): %w", bisect.ErrNotFound, id, ErrNotFound)
+		return nil, fmt.Errorf("%w: %s (looked in the results store; 'pgbisect status' lists them)", bisect.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading bisection %s: %w", id, err)

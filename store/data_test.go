@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,7 +229,7 @@ func TestBisections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LoadBisection(ctx, b.ID); !errors.Is(err, bisect.ErrNotFound) || !errors.Is(err, ErrNotFound) {
+	if _, err := s.LoadBisection(ctx, b.ID); !errors.Is(err, bisect.ErrNotFound) || !strings.Contains(err.Error(), "pgbisect status") {
 		t.Fatalf("got %v, want bisect.ErrNotFound", err)
 	}
 	if err := s.SaveBisection(ctx, b); err != nil {
