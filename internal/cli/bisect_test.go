@@ -12,9 +12,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/config"
 )
 
 // bisectTestRepo makes a git repository of three commits on master and a
@@ -93,35 +90,6 @@ func TestBisectChecksInputFirst(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(state, "builds")); len(entries) > 0 {
 		t.Errorf("a build was started although every input was wrong")
-	}
-}
-
-// TestBisectResolveMergeBase: a good commit on another branch (REL_15_0
-// for bad REL_16_0) is replaced by the merge base of the two, with a line
-// that says so, and the commit given is returned for the report.
-func TestBisectResolveMergeBase(t *testing.T) {
-	dir, c1, _, c3, s1 := bisectTestRepo(t)
-	repo, err := build.Open(context.Background(), dir, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	env := &Env{Stdout: &out, Stderr: &out}
-	cfg := &config.Config{Repo: dir, Branch: "master"}
-	good, bad, given, err := bisectResolve(context.Background(), env, cfg, repo, "side", "master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if good.Hash != c1 || bad.Hash != c3 || given != s1 {
-		t.Errorf("good %s, bad %s, given %s; want the merge base %s, %s and the side branch's %s", good.Short(), bad.Short(), given, c1[:10], c3[:10], s1[:10])
-	}
-	if want := "bisecting from their merge base " + c1[:10]; !strings.Contains(out.String(), want) {
-		t.Errorf("output %q lacks %q", out.String(), want)
-	}
-	// An ancestor is used as it is.
-	out.Reset()
-	if good, _, given, err := bisectResolve(context.Background(), env, cfg, repo, c1, "master"); err != nil || good.Hash != c1 || given != "" || out.Len() > 0 {
-		t.Errorf("ancestor good: %s, given %q, %v, output %q", good.Short(), given, err, out.String())
 	}
 }
 

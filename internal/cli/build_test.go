@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
-
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
