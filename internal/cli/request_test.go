@@ -104,3 +104,27 @@ func TestRequestAndStatus(t *testing.T) {
 		t.Fatalf("queued request %s: a bisect request with the scenario path absolute (%v)", rep.Jobs[0].Args, err)
 	}
 }
+
+// TestLegacyJobRequest: a job an older 'pgbisect request' queued as the
+// command line of 'pgbisect bisect' is read as the request that command
+// line asked for; one that cannot be parsed fails with what to do.
+func TestLegacyJobRequest(t *testing.T) {
+	job := store.Job{ID: 3, Kind: "bisect", Args: json.RawMessage(`{"argv": ["--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
+		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"], "requester": "me@host"}`)}
+	r, err := jobRequest(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.BisectRequest{Scenario: "/abs/copy-single.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
+		Post: true, ReuseSamples: true, Requester: "me@host"}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("legacy job read as %+v, want %+v", r, want)
+	}
+	job.Args = json.RawMessage(`{"argv": ["--scenario", "/abs/s.yaml", "--frobnicate"]}`)
+	if _, err := jobRequest(job); err == nil || !strings.Contains(err.Error(), "queue it again") {
+		t.Errorf("unparseable legacy job: %v", err)
+	}
+	if got := strings.Join(jobArgs(store.Job{Kind: "bisect", Args: json.RawMessage(`{"argv": ["--resume", "abc"]}`)}), " "); got != "--resume abc" {
+		t.Errorf("status shows a legacy job as %q", got)
+	}
+}
