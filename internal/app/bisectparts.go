@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -311,14 +310,7 @@ func bisectReproduce(st *bisect.State) string {
 	}
 	parts = append(parts, "--min-effect", fmt.Sprint(in.Thresholds.MinEffect), "--max-samples", fmt.Sprint(in.Thresholds.MaxSamples),
 		"--alpha", fmt.Sprint(in.Thresholds.Alpha))
-	keys := make([]string, 0, len(in.Set))
-	for k := range in.Set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		parts = append(parts, "--set", k+"="+in.Set[k])
-	}
+	parts = append(parts, setFlags(in.Set)...)
 	return strings.Join(parts, " ")
 }
 

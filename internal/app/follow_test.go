@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/gittest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -68,7 +69,7 @@ func TestFollowBisectionFromAnotherProcess(t *testing.T) {
 	st := storetest.Store(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	repo, c1, _, c3, _ := bisectTestRepo(t)
+	repo, c1, _, c3, _ := gittest.Repo(t)
 	state := t.TempDir()
 
 	type seen struct {

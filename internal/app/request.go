@@ -94,20 +94,27 @@ func (r BisectRequest) Args() []string {
 	if r.MaxSamples != 0 {
 		a = append(a, "--max-samples", fmt.Sprint(r.MaxSamples))
 	}
-	keys := make([]string, 0, len(r.Set))
-	for k := range r.Set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		a = append(a, "--set", k+"="+r.Set[k])
-	}
+	a = append(a, setFlags(r.Set)...)
 	add("--client-bin", r.ClientBin)
 	if r.KeepClusters {
 		a = append(a, "--keep-clusters")
 	}
 	if r.Post {
 		a = append(a, "--post")
+	}
+	return a
+}
+
+// setFlags are scenario variables as --set flags, sorted.
+func setFlags(set map[string]string) []string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var a []string
+	for _, k := range keys {
+		a = append(a, "--set", k+"="+set[k])
 	}
 	return a
 }
