@@ -148,7 +148,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 				return nil, err
 			}
 			j.setJob(st.ID)
-			sink(Event{Kind: KindStart, Bisection: st.ID, Done: st.CandidateCount(), Of: len(st.Commits),
+			sink(Event{Kind: KindStart, Bisection: st.ID,
 				Text: fmt.Sprintf("bisection %s: %d commits, %d can be culprits (resume with: pgbisect bisect --resume %s)",
 					st.ID, len(st.Commits), st.CandidateCount(), st.ID)})
 		default:

@@ -33,7 +33,10 @@ const (
 	KindCulprit       Kind = "culprit"
 	KindOutcome       Kind = "outcome"
 	KindResume        Kind = "resume"
-	KindDone          Kind = "done" // the operation ended (Error says how, when it failed)
+	// KindDone ends an operation's events (Error says why, when it
+	// failed). An interrupted operation records none: a resumed bisection
+	// continues the same stream.
+	KindDone Kind = "done"
 )
 
 // Decision reports whether k is one of the bisection engine's decisions,
@@ -109,9 +112,9 @@ type journal struct {
 	fails int
 }
 
-// Journal returns a sink that appends each event to st under jobID (when
-// jobID is not "") and then passes it to next. Use SetJob for an operation
-// whose id is known only once it started (a bisection's).
+// newJournal returns a journal whose sink appends each event to st (once
+// set) under jobID (once set, see setJob: a bisection's ID is known only
+// once it started) and then passes it to next.
 func newJournal(ctx context.Context, st *store.Store, jobID string, next Sink, log *slog.Logger) *journal {
 	return &journal{ctx: ctx, st: st, job: jobID, next: next, log: log}
 }
