@@ -50,8 +50,9 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 }
 
 // TestLibrariesDoNotImportTheCommandLayer fails when a library package
-// (bisect, bench, build, notify, store and their subpackages, tests
-// included) imports internal/config or internal/cli: data flows one way,
+// (bisect, bench, build, notify, store and their subpackages, and the
+// application layer internal/app and internal/nightly, tests included)
+// imports internal/config or internal/cli: data flows one way,
 // from the CLI and the config that composes the components down to them.
 func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -59,7 +60,8 @@ func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 		t.Fatalf("the go tool is needed to list the packages' imports: %v", err)
 	}
 	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}},{{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
-		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...").Output()
+		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...",
+		"../../internal/app/...", "../../internal/nightly/...").Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
