@@ -41,9 +41,10 @@ func (a *App) Bisect(ctx context.Context, jobID string, req BisectRequest, sink 
 		return nil, err
 	}
 	defer unlock()
-	// Events are durable once the store is open: before that, nothing has
-	// been built or measured.
-	j := newJournal(ctx, nil, jobID, sink, a.log)
+	// Events are durable once the store is open (a queued job's is: the
+	// queue is in it); a command opens it once the inputs are known to be
+	// good, before anything is built or measured.
+	j := newJournal(ctx, a.results, jobID, sink, a.log)
 	openStore := func() (*bisections.DB, error) {
 		results, err := a.Store(ctx)
 		if err != nil {
