@@ -22,7 +22,10 @@ const (
 type Job struct {
 	ID   int64
 	Kind string
-	// Args are the request's arguments as its producer defines them (opaque).
+	// Args is the request as JSON, as its producer defines it: pgbisect
+	// queues internal/app requests (app.Encode), never a command line. Jobs
+	// queued before that hold {"argv": [...]}, which internal/cli reads
+	// with the flags of 'pgbisect bisect'.
 	Args     json.RawMessage
 	Status   string
 	Error    string

@@ -51,8 +51,9 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 }
 
 // TestLibrariesDoNotImportTheCommandLayer fails when a library package
-// (bisect, bench, build, notify, store and their subpackages, and
-// internal/finding, tests included) imports internal/config or
+// (bisect, bench, build, notify, store and their subpackages,
+// internal/finding, and the application layer internal/app and
+// internal/nightly, tests included) imports internal/config or
 // internal/cli: data flows one way, from the CLI and the config that
 // composes the components down to them. It also holds the library layer's
 // own rules (docs/architecture.md): the bisection engine depends on
@@ -64,7 +65,8 @@ func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 		t.Fatalf("the go tool is needed to list the packages' imports: %v", err)
 	}
 	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}} {{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
-		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...", "../../internal/finding").Output()
+		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...", "../../internal/finding",
+		"../../internal/app/...", "../../internal/nightly/...").Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("go list: %v\n%s", err, ee.Stderr)

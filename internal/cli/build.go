@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
 )
 
@@ -153,14 +154,11 @@ func runBuild(ctx context.Context, env *Env) error {
 // and returns a builder with cfg's build options. Other commands that need
 // builds (run, compare, bisect, nightly) can use it too.
 func openBuilder(ctx context.Context, env *Env, cfg *config.Config) (*build.Builder, *build.Repo, error) {
-	repo, err := build.Open(ctx, cfg.Repo, cfg.StateDir, env.Stderr)
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	b := build.NewBuilder(repo, cfg.StateDir, cfg.Build.Options(), env.Stderr, env.Log)
-	// Every build of every command, nightly ones included, is bounded.
-	b.Timeout = cfg.Build.Timeout
-	return b, repo, nil
+	return a.Builder(ctx, progress(env.Stderr))
 }
 
 func printInstalls(env *Env, installs []build.Install) {

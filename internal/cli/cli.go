@@ -17,9 +17,9 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/strictyaml"
-	"github.com/pgbisect/pgbisect/store"
 )
 
 // Env is what a subcommand gets: its arguments, its writers and a logger.
@@ -28,10 +28,6 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Log    *slog.Logger
-
-	// results is the store of the daemon or nightly pass that runs the
-	// command in-process; nil: the command opens its own (openResults).
-	results *store.Store
 }
 
 // command is one subcommand.
@@ -83,6 +79,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "pgbisect %s: %s\n", c.Name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 2
+	case errors.Is(err, app.ErrBadRequest):
+		fmt.Fprintf(stderr, "pgbisect %s: %v\n", c.Name, err)
 		return 2
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "pgbisect %s: interrupted: %v\n", c.Name, err)
@@ -229,6 +228,57 @@ func (f commonFlags) load() (*config.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// open loads the config with the flags applied and opens the application
+// on it. The caller closes it.
+func (f commonFlags) open(ctx context.Context, env *Env) (*app.App, *config.Config, error) {
+	cfg, err := f.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, cfg, nil
+}
+
+// appOptions are the application's parts as the config describes them: the
+// one place where the config file's sections become components' options.
+func appOptions(cfg *config.Config, log *slog.Logger) app.Options {
+	var suite []string
+	for _, s := range cfg.Nightly.Scenarios {
+		path := cfg.ScenarioPath(s)
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		suite = append(suite, path)
+	}
+	return app.Options{
+		StateDir: cfg.StateDir, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs,
+		Build: cfg.Build.Options(), BuildTimeout: cfg.Build.Timeout,
+		ClientBin: cfg.Bench.ClientBin, KeepClusters: cfg.Bench.KeepClusters,
+		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Log: log,
+	}
+}
+
+// progress prints an operation's events to w, as a person watching wants
+// them: each event's text, the bisection's decisions marked "==>".
+func progress(w io.Writer) app.Sink {
+	return func(e app.Event) {
+		if line := eventLine(e); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// eventLine is the line a person watching is shown for e, "" for none.
+func eventLine(e app.Event) string {
+	if e.Text != "" && e.Kind.Decision() {
+		return "==> " + e.Text
+	}
+	return e.Text
 }
 
 // loadConfig loads the config file, configs/pgbisect.yaml when it exists

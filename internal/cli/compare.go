@@ -6,17 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
-	"time"
 
-	"github.com/pgbisect/pgbisect/bench"
-	"github.com/pgbisect/pgbisect/bench/profile"
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/config"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/app"
 )
 
 func init() {
@@ -27,38 +20,12 @@ func init() {
 	})
 }
 
-// compareResult is the --json output of pgbisect compare.
-type compareResult struct {
-	Scenario   string           `json:"scenario"`
-	A          string           `json:"a"`
-	B          string           `json:"b"`
-	ClientBin  string           `json:"client_bin"`
-	Thresholds stats.Thresholds `json:"thresholds"`
-	// OrderSeed seeds the order of samples (bench.Order; one order per
-	// point, seeded bench.Mix64(OrderSeed+i)): --order-seed repeats it.
-	OrderSeed uint64               `json:"order_seed"`
-	Points    []comparePointResult `json:"points"`
-	Elapsed   time.Duration        `json:"elapsed_ns"`
-}
-
-type comparePointResult struct {
-	Point   string                `json:"point"`
-	Metrics []compareMetricResult `json:"metrics"`
-	Env     bench.Environment     `json:"environment"`
-	// Profile is where B's CPU time went against A's, from --profile runs.
-	Profile *profile.Summary `json:"profile,omitempty"`
-}
-
-type compareMetricResult struct {
-	Name       string           `json:"name"`
-	Unit       string           `json:"unit"`
-	Better     string           `json:"better"`
-	Comparison stats.Comparison `json:"comparison"`
-	// Record marks a metric the scenario records but does not judge.
-	Record bool      `json:"record,omitempty"`
-	A      []float64 `json:"a_values"`
-	B      []float64 `json:"b_values"`
-}
+// The printers' names for the application's results.
+type (
+	compareResult       = app.CompareResult
+	comparePointResult  = app.ComparePointResult
+	compareMetricResult = app.CompareMetricResult
+)
 
 func runCompare(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n\nA and B are revisions to build (or reuse from the cache), or bin directories of installations.")
@@ -89,174 +56,25 @@ func runCompare(ctx context.Context, env *Env) error {
 	if len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
 	}
-	if *prof && *profRuns < 1 {
-		return usageError("--profile-runs must be 1 or more (5 by default; 4 a side is the fewest that can reach p < 0.05)")
-	}
-	if *flame != "" && !*prof {
-		return usageError("--flamegraph needs --profile")
-	}
-	cfg, err := flags.load()
+	a, _, err := flags.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	sc, err := bench.LoadFileWith(*scenario, sets)
+	defer a.Close()
+	res, err := a.Compare(ctx, app.CompareRequest{
+		Scenario: *scenario, Set: sets, A: pos[0], B: pos[1], Point: *point, ClientBin: *clientBin,
+		Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples, MaxTime: *maxTime, KeepClusters: *keep,
+		OrderSeed: *orderSeed, Profile: *prof, ProfileRuns: *profRuns, FlameGraph: *flame,
+	}, progress(env.Stderr))
 	if err != nil {
 		return err
 	}
-	// A comparison's verdict is final, so it uses stats' defaults (alpha
-	// 0.01), not the bisection search's liberal ones.
-	base := cfg.Stats.Apply(stats.DefaultThresholds)
-	flagStats := &config.Stats{Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples, MaxTime: *maxTime}
-	th := sc.Thresholds(base, nil, flagStats)
-	points := sc.Points()
-	if *point != "" {
-		pt, err := sc.FindPoint(*point)
-		if err != nil {
-			return usageError("%v", err)
-		}
-		points = []bench.Point{pt}
-	}
-	unlock, err := nightlyLockMachine(ctx, env, cfg.StateDir, true)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	var targets [2]bench.Target
-	for i, rev := range pos {
-		if targets[i], err = compareTarget(ctx, env, cfg, rev); err != nil {
-			return err
-		}
-	}
-	if targets[0].Name == targets[1].Name {
-		// The same commit on both sides (an A/A check): tell the sides apart.
-		targets[0].Name += "(A)"
-		targets[1].Name += "(B)"
-	}
-	if targets[0].BinDir == targets[1].BinDir {
-		fmt.Fprintf(env.Stderr, "note: %s and %s share one build; comparing it with itself\n", pos[0], pos[1])
-	}
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
-		return fmt.Errorf("creating state directory: %w", err)
-	}
-	r := &bench.Runner{
-		StateDir: cfg.StateDir,
-		// One pgbench for both sides, so a change in the client is not
-		// mistaken for a change in the server.
-		ClientBin:    runFirstNonEmpty(*clientBin, cfg.Bench.ClientBin, targets[0].BinDir),
-		Progress:     env.Stderr,
-		Log:          env.Log,
-		KeepClusters: *keep || cfg.Bench.KeepClusters,
-	}
-	if proc.IsRoot() {
-		if r.RunAs, err = proc.LookupUser(cfg.RunAs); err != nil {
-			return err
-		}
-	}
-	defer r.Close(context.WithoutCancel(ctx))
-
-	start := time.Now()
-	seed := *orderSeed
-	for seed == 0 {
-		seed = rand.Uint64()
-	}
-	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
-	for i, pt := range points {
-		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
-		pr, err := comparePoint(ctx, env, r, sc, targets, pt, order, base, flagStats)
-		if err != nil {
-			return err
-		}
-		if *prof {
-			if pr.Profile, err = compareProfiled(ctx, env, r, sc, targets, pt, order, *profRuns, flameGraphPath(*flame, pt, len(points))); err != nil {
-				return err
-			}
-		}
-		res.Points = append(res.Points, pr)
-	}
-	res.Elapsed = time.Since(start)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return comparePrint(env.Stdout, res)
-}
-
-// compareTarget builds rev, or, when rev is a directory holding pg_ctl (an
-// installation's bin directory), measures that installation as it is.
-func compareTarget(ctx context.Context, env *Env, cfg *config.Config, rev string) (bench.Target, error) {
-	if st, err := os.Stat(filepath.Join(rev, "pg_ctl")); err == nil && !st.IsDir() {
-		abs, err := filepath.Abs(rev)
-		if err != nil {
-			return bench.Target{}, err
-		}
-		return bench.Target{Name: abs, BinDir: abs, BuildOptions: "installed at " + abs}, nil
-	}
-	return runBuildTarget(ctx, env, cfg, rev)
-}
-
-// comparePoint samples both targets at pt, interleaved in order, in the
-// batches the thresholds plan, until every metric has a verdict or the
-// budget is spent. Thresholds are layered by sc.Thresholds over base (the
-// defaults with the config's stats) with the flags on top: the scenario's
-// for the sampling plan, each metric's for its verdict.
-func comparePoint(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, base stats.Thresholds, flags *config.Stats) (comparePointResult, error) {
-	th := sc.Thresholds(base, nil, flags)
-	specs := sc.MetricSpecs()
-	values := make([][2][]float64, len(specs))
-	pr := comparePointResult{Point: pt.String()}
-	var count [2]int // samples per side
-	start := time.Now()
-	n, want := 0, th.StartSamples
-	for {
-		err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(n, want-n), func(s bench.Sample) error {
-			side := 0
-			if s.Target == targets[1].Name {
-				side = 1
-			}
-			for i, m := range specs {
-				// A server statistic the server lacks has no value (and a
-				// warning in s.Env); it is left out, not taken as 0.
-				if v, ok := s.Values[m.Name]; ok {
-					values[i][side] = append(values[i][side], v)
-				}
-			}
-			pr.Env = s.Env
-			count[side]++
-			fmt.Fprintf(env.Stderr, "compare%s: %s sample %d/%d of up to %d per side, %s elapsed\n",
-				runPointLabel(pt), s.Target, count[side], want, th.MaxSamples, time.Since(start).Round(time.Second))
-			return nil
-		})
-		if err != nil {
-			return pr, err
-		}
-		n = want
-		more := 0
-		pr.Metrics = pr.Metrics[:0]
-		overTime := th.MaxTime > 0 && time.Since(start) >= th.MaxTime
-		for i, m := range specs {
-			mth := sc.Thresholds(base, &m, flags)
-			c := stats.Compare(values[i][0], values[i][1], m.Direction, mth)
-			if overTime {
-				c = c.AtBudget()
-			}
-			// Recorded-only metrics, and statistics no sample had, wait
-			// for nothing.
-			if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
-				more = max(more, th.More(c))
-			}
-			pr.Metrics = append(pr.Metrics, compareMetricResult{
-				Name: m.Name, Unit: m.Unit, Better: runBetter(m.Direction), Comparison: c,
-				Record: m.Record, A: values[i][0], B: values[i][1],
-			})
-		}
-		if more == 0 {
-			return pr, nil
-		}
-		fmt.Fprintf(env.Stderr, "compare%s: not yet decided at n=%d per side; taking %d more each\n", runPointLabel(pt), n, more)
-		want = n + more
-	}
+	return comparePrint(env.Stdout, *res)
 }
 
 // comparePrint writes a benchstat-like table: both sides, the change with its

@@ -1,76 +1,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/profile"
 )
-
-// compareProfileTop is how many growers of each kind the table shows.
-const compareProfileTop = 10
-
-// compareProfiled takes runs more samples of each side at pt, in order,
-// with perf recording the server, and returns the profile diff of B
-// against A. The
-// verdict is already made from unprofiled samples: these samples are
-// slowed by the profiler and only say where the CPU time went.
-func compareProfiled(ctx context.Context, env *Env, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, runs int, svgPath string) (*profile.Summary, error) {
-	r.Profiler = &profile.Recorder{Dir: r.StateDir}
-	defer func() { r.Profiler = nil }()
-	var sides [2][]profile.Profile
-	err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(0, runs), func(s bench.Sample) error {
-		side := 0
-		if s.Target == targets[1].Name {
-			side = 1
-		}
-		if s.Profile != nil {
-			sides[side] = append(sides[side], *s.Profile)
-			fmt.Fprintf(env.Stderr, "compare%s: profiled %s run %d/%d (%d CPU samples)\n", runPointLabel(pt), s.Target, len(sides[side]), runs, s.Profile.Samples)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("profiled runs: %w", err)
-	}
-	d := profile.Compare(sides[0], sides[1])
-	sum := d.Summary(compareProfileTop)
-	if svgPath != "" && d.BaseRuns > 0 && d.CulpritRuns > 0 {
-		title := fmt.Sprintf("%s%s: %s against %s", sc.Name, runPointLabel(pt), targets[1].Name, targets[0].Name)
-		if err := writeFlameGraph(svgPath, title, profile.Merge(sides[0]), profile.Merge(sides[1])); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(env.Stderr, "compare%s: differential flame graph in %s\n", runPointLabel(pt), svgPath)
-	}
-	return &sum, nil
-}
-
-func writeFlameGraph(path, title string, base, culprit profile.Profile) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("flame graph: %w", err)
-	}
-	if err := profile.FlameGraphSVG(f, title, base, culprit); err != nil {
-		f.Close()
-		return fmt.Errorf("flame graph %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// flameGraphPath is the --flamegraph file for pt: the file itself for a
-// single point, with the point inserted before the extension otherwise.
-func flameGraphPath(path string, pt bench.Point, points int) string {
-	if path == "" || points <= 1 {
-		return path
-	}
-	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "-" + strings.NewReplacer(",", "-", "=", "").Replace(pt.String()) + ext
-}
 
 // compareProfilePrint writes the "where the time went" table of a point.
 func compareProfilePrint(w io.Writer, point string, s *profile.Summary) {

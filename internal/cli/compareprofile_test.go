@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/profile"
 )
 
@@ -119,8 +118,5 @@ func TestComparePrintsProfile(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
-	}
-	if flameGraphPath("f.svg", bench.Point{Vars: map[string]string{"clients": "4"}}, 2) != "f-clients4.svg" || flameGraphPath("f.svg", bench.Point{}, 1) != "f.svg" {
-		t.Errorf("flame graph paths per point")
 	}
 }

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -34,10 +37,11 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if len(pos) > 0 {
 		return usageError("unexpected argument %q", pos[0])
 	}
-	cfg, err := flags.load()
+	a, cfg, err := flags.open(ctx, env)
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 	spec := cfg.Nightly.Schedule
 	if *schedule != "" {
 		spec = *schedule
@@ -46,32 +50,32 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	d, err := nightlyOpen(ctx, env, cfg)
+	// Refuse to start on a broken suite rather than fail at night.
+	if _, err := a.NightlySuite(); err != nil {
+		return err
+	}
+	queue, err := a.Store(ctx)
 	if err != nil {
 		return err
 	}
-	defer d.close()
 	dm := &nightly.Daemon{
 		StateDir: cfg.StateDir,
-		Queue:    d.store,
+		Queue:    queue,
 		Kinds:    []string{"bisect"},
-		RunJob:   d.runJob,
-		Poll:     *poll,
-		Log:      env.Log,
+		RunJob: func(ctx context.Context, job store.Job, progress func(string)) error {
+			return daemonRunJob(ctx, a, job, progress)
+		},
+		Poll: *poll,
+		Log:  env.Log,
 	}
 	if !*noNightly {
 		dm.Schedule = sched
 		dm.Nightly = func(ctx context.Context, progress func(string)) error {
 			log, closeLog := daemonJobLog(cfg.StateDir, "nightly-"+time.Now().UTC().Format("20060102T150405Z"))
 			defer closeLog()
-			p, err := d.pass(ctx, false, func(s string) { progress(s); log(s) })
+			res, err := a.Nightly(ctx, app.NightlyRequest{Wait: true, Deliver: !*noPost}, daemonSink(progress, log))
 			if err != nil {
 				log(err.Error())
-				return err
-			}
-			res, err := p.Run(ctx)
-			if !*noPost {
-				d.deliver(ctx)
 			}
 			if res != nil {
 				env.Log.Info("nightly result", "commit", res.Run.Commit, "status", res.Run.Status, "findings", len(res.Findings))
@@ -83,40 +87,88 @@ func daemonRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "pgbisect daemon: state %s, schedule %q (%s), queue in %s; stop with SIGTERM or Ctrl-C\n",
-		cfg.StateDir, spec, cfg.Nightly.TimeZone, storeName(cfg.DB))
+		cfg.StateDir, spec, cfg.Nightly.TimeZone, a.StoreName())
 	return dm.Wait()
 }
 
-// daemonBisectArgs is what 'pgbisect request bisect' queues.
-type daemonBisectArgs struct {
-	// Argv are the arguments of 'pgbisect bisect', scenario paths made
-	// absolute; the daemon adds its own --config, --state and --repo.
-	Argv []string `json:"argv"`
-	// Requester is who queued it (user@host), for status.
-	Requester string `json:"requester,omitempty"`
+// daemonRunJob runs a queued request by calling the application; a
+// bisection resumes from its saved state, so a job the last daemon left
+// running continues where it stopped. Its events are recorded under the
+// job (app.JobID), its lines go to the job's log and status.
+func daemonRunJob(ctx context.Context, a *app.App, job store.Job, progress func(string)) error {
+	r, err := jobRequest(job)
+	if err != nil {
+		return err
+	}
+	req, ok := r.(app.BisectRequest)
+	if !ok {
+		return fmt.Errorf("job %d: this daemon runs only bisect jobs, not %s", job.ID, r.Kind())
+	}
+	log, closeLog := daemonJobLog(a.Options().StateDir, fmt.Sprintf("job-%d", job.ID))
+	defer closeLog()
+	log(fmt.Sprintf("pgbisect bisect %s (attempt %d)", strings.Join(req.Args(), " "), job.Attempts))
+	out, err := a.Bisect(ctx, app.JobID(job.ID), req, daemonSink(progress, log))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := bisectPrint(&buf, out, false); err != nil {
+		return err
+	}
+	for line := range strings.Lines(buf.String()) {
+		if line = strings.TrimSpace(line); line != "" {
+			progress(line)
+			log(line)
+		}
+	}
+	return nil
 }
 
-// runJob runs a queued request as the command it names would run
-// in-process; a bisection resumes from its saved state, so a job the last
-// daemon left running continues where it stopped.
-func (d *nightlyDeps) runJob(ctx context.Context, job store.Job, progress func(string)) error {
-	if job.Kind != "bisect" {
-		return fmt.Errorf("unknown job kind %q: this pgbisect runs only bisect jobs", job.Kind)
+// jobRequest reads a queued job's request. A job an older pgbisect queued
+// as the command line of 'pgbisect bisect' is parsed with that command's
+// flags, so it runs exactly as it would have.
+func jobRequest(job store.Job) (app.Request, error) {
+	r, legacy, err := app.DecodeRequest(job.Kind, job.Args)
+	if errors.Is(err, app.ErrLegacyJob) {
+		return legacyBisectRequest(legacy)
 	}
-	var args daemonBisectArgs
-	if err := json.Unmarshal(job.Args, &args); err != nil {
-		return fmt.Errorf("job %d: bad arguments: %w", job.ID, err)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", job.ID, err)
 	}
-	argv := append([]string{}, args.Argv...)
-	if d.cfg.File != "" {
-		argv = append(argv, "--config", d.cfg.File)
+	return r, nil
+}
+
+// legacyBisectRequest parses the arguments of 'pgbisect bisect' an older
+// 'pgbisect request' queued. Their --config, --state, --repo and --db were
+// the daemon's, and still are.
+func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
+	var msgs bytes.Buffer
+	env := &Env{Args: l.Argv, Stderr: &msgs}
+	fs := newFlags(env, "bisect", "")
+	request := bisectFlags(fs)
+	fs.Bool("json", false, "")
+	addStoreFlags(fs)
+	pos, err := parseFlags(fs, env)
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	argv = append(argv, "--state", d.cfg.StateDir, "--repo", d.cfg.Repo)
-	log, closeLog := daemonJobLog(d.cfg.StateDir, fmt.Sprintf("job-%d", job.ID))
-	defer closeLog()
-	log(fmt.Sprintf("pgbisect bisect %q (attempt %d)", argv, job.Attempts))
-	w := nightlyLineWriter(nil, func(s string) { progress(s); log(s) })
-	return commands["bisect"].Run(ctx, &Env{Args: argv, Stdout: w, Stderr: w, Log: d.env.Log, results: d.store})
+	if err != nil {
+		return app.BisectRequest{}, fmt.Errorf("a bisect job queued by an older pgbisect as %q: %v; queue it again with 'pgbisect request bisect'", l.Argv, err)
+	}
+	req := request()
+	req.Requester = l.Requester
+	return req, nil
+}
+
+// daemonSink passes each event's line to the daemon's progress and the
+// job's log.
+func daemonSink(progress, log func(string)) app.Sink {
+	return func(e app.Event) {
+		if line := eventLine(e); line != "" {
+			progress(line)
+			log(line)
+		}
+	}
 }
 
 // daemonJobLog appends lines to stateDir/logs/jobs/NAME.log.

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestDaemonRunsQueuedRequest starts `pgbisect daemon` in-process on a real
 // results store, queues a bisection whose repository does not exist, and
-// checks that the daemon runs it through 'pgbisect bisect', records the
-// failure with its error and its log, and keeps running until cancelled.
+// checks that the daemon runs it as 'pgbisect bisect' would, records the
+// failure with its error, its log and its events, and keeps running until
+// cancelled.
 func TestDaemonRunsQueuedRequest(t *testing.T) {
 	storetest.NeedServer(t)
 	t.Setenv("PGBISECT_DB", "") // the private cluster in the state directory
@@ -85,6 +87,15 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 	}
 	if job.Status != store.JobFailed || !strings.Contains(job.Error, "no-such-repo") {
 		t.Fatalf("job %s with error %q, want failed naming the missing repository", job.Status, job.Error)
+	}
+	// The job's events are in the store, for a follower elsewhere: the last
+	// one ends it with its error.
+	evs, err := st.Events(context.Background(), app.JobID(1), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(evs); n == 0 || evs[n-1].Kind != string(app.KindDone) || !strings.Contains(string(evs[n-1].Payload), "no-such-repo") {
+		t.Errorf("events of job 1: %+v; want the last a done event naming the missing repository", evs)
 	}
 	log, _ := os.ReadFile(filepath.Join(state, "logs", "jobs", "job-1.log"))
 	if !strings.Contains(string(log), "pgbisect bisect") {

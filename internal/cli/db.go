@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -72,7 +73,7 @@ func runDB(ctx context.Context, env *Env) error {
 		if private {
 			return nil
 		}
-		return fmt.Errorf("the results database is %s (from --db, PGBISECT_DB or the config): db %s manages only the private cluster", redactURL(cfg.DB), action)
+		return fmt.Errorf("the results database is %s (from --db, PGBISECT_DB or the config): db %s manages only the private cluster", app.RedactURL(cfg.DB), action)
 	}
 
 	switch action {
@@ -146,9 +147,9 @@ func dbStatus(ctx context.Context, env *Env, cluster *store.Cluster, url string,
 		}
 		running = st.Running
 	} else {
-		fmt.Fprintf(w, "results database: %s\n", redactURL(url))
+		fmt.Fprintf(w, "results database: %s\n", app.RedactURL(url))
 	}
-	fmt.Fprintf(w, "url:     %s\n", redactURL(url))
+	fmt.Fprintf(w, "url:     %s\n", app.RedactURL(url))
 	if !running {
 		fmt.Fprintf(w, "schema:  this pgbisect has version %d\n", store.SchemaVersion())
 		return nil
@@ -200,20 +201,4 @@ func dbPsql(cluster *store.Cluster, url string, args []string) error {
 		return fmt.Errorf("running %s: %w", psql, err)
 	}
 	return nil
-}
-
-// redactURL hides a password in a connection URL.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok || strings.Contains(userinfo, "/") {
-		return u
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return u
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
+	"github.com/pgbisect/pgbisect/internal/app"
 )
 
 // dbImport is "pgbisect db import": it loads the bisections and findings an
@@ -39,7 +41,7 @@ func dbImport(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "imported %d bisections, %d findings and %d posts from %s into %s", n.Bisections, n.Findings, n.Posts, dir, storeName(cfg.DB))
+	fmt.Fprintf(env.Stdout, "imported %d bisections, %d findings and %d posts from %s into %s", n.Bisections, n.Findings, n.Posts, dir, app.StoreName(cfg.DB))
 	if n.Present > 0 {
 		fmt.Fprintf(env.Stdout, "; %d were there already and are left as they are", n.Present)
 	}

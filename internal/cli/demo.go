@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 )
 
@@ -238,27 +238,22 @@ func demoRun(ctx context.Context, env *Env) error {
 	fmt.Fprintf(env.Stderr, "injected regressions: %s (COPY FROM per-row work), %s (pg_strtoint32 per-digit work); %s does not build\n",
 		short(h.Culprits[0]), short(h.Culprits[1]), short(h.Broken))
 	cfg.Repo = h.Dir
-	req := bisectRequest{
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	out, err := a.Bisect(ctx, "", app.BisectRequest{
 		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
 		Set:        map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
 		MinEffect:  *minEffect,
 		MaxSamples: *maxSamples,
-		ClientBin:  cfg.Bench.ClientBin,
-	}
-	out, err := bisectExecute(ctx, env, cfg, req)
+	}, progress(env.Stderr))
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		data, err := finding.Marshal(out.Finding)
-		if err != nil {
-			return err
-		}
-		if _, err := env.Stdout.Write(append(data, '\n')); err != nil {
-			return err
-		}
-	} else {
-		bisectPrintResult(env.Stdout, out)
+	if err := bisectPrint(env.Stdout, out, *asJSON); err != nil {
+		return err
 	}
 	if err := demoVerdict(out.State, h.Culprits); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
@@ -48,7 +49,7 @@ func postRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	where := storeName(cfg.DB)
+	where := app.StoreName(cfg.DB)
 	if cfg.GitHub.Repo == "" {
 		file := cfg.File
 		if file == "" {
@@ -114,7 +115,7 @@ func postRun(ctx context.Context, env *Env) error {
 			return box.MarkPosted(ctx, cur.Finding.ID, pst)
 		})
 		for _, pst := range posts {
-			fmt.Fprintf(env.Stdout, "%s\t%s\n", cur.Finding.ID, postLine(pst))
+			fmt.Fprintf(env.Stdout, "%s\t%s\n", cur.Finding.ID, app.PostLine(pst))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -195,16 +196,6 @@ func postPrintPlan(ctx context.Context, w io.Writer, p *notify.Poster, o finding
 		fmt.Fprintf(w, "Body (%d characters):\n%s\n", len([]rune(pl.Body)), pl.Body)
 	}
 	return nil
-}
-
-func postLine(p finding.Post) string {
-	switch p.Action {
-	case finding.ActionCreated:
-		return fmt.Sprintf("created issue #%d\t%s", p.Issue, p.URL)
-	case finding.ActionCommented:
-		return fmt.Sprintf("commented on issue #%d\t%s", p.Issue, p.URL)
-	}
-	return fmt.Sprintf("%s\t%s", p.Action, p.Note)
 }
 
 func postSummary(posts []finding.Post) string {

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -19,9 +19,6 @@ func init() {
 		Run:     requestRun,
 	})
 }
-
-// requestOwnFlags are the request's own flags, not passed on to the job.
-var requestOwnFlags = map[string]bool{"config": true, "state": true, "db": true}
 
 func requestRun(ctx context.Context, env *Env) error {
 	if len(env.Args) == 0 || env.Args[0] == "-h" || env.Args[0] == "--help" {
@@ -36,13 +33,8 @@ func requestRun(ctx context.Context, env *Env) error {
 	if env.Args[0] != "bisect" {
 		return usageError("unknown request %q: the daemon takes 'bisect' requests", env.Args[0])
 	}
-	argv, own, err := requestSplit(env.Args[1:])
+	req, flags, err := requestParse(&Env{Args: env.Args[1:], Stdout: env.Stdout, Stderr: env.Stderr, Log: env.Log})
 	if err != nil {
-		return err
-	}
-	fs := newFlags(env, "request", "")
-	flags := addStoreFlags(fs)
-	if _, err := parseFlags(fs, &Env{Args: own, Stderr: env.Stderr}); err != nil {
 		return err
 	}
 	cfg, err := flags.load()
@@ -56,13 +48,17 @@ func requestRun(ctx context.Context, env *Env) error {
 	if h, err := os.Hostname(); err == nil {
 		requester += "@" + h
 	}
-	data, _ := json.Marshal(daemonBisectArgs{Argv: argv, Requester: requester})
+	req.Requester = requester
+	kind, data, err := app.Encode(req)
+	if err != nil {
+		return err
+	}
 	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	id, err := st.Enqueue(ctx, "bisect", data)
+	id, err := st.Enqueue(ctx, kind, data)
 	if err != nil {
 		return err
 	}
@@ -70,61 +66,39 @@ func requestRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "queued job %d: bisect %s (%d in the queue); follow it with 'pgbisect status'\n", id, strings.Join(argv, " "), len(queued))
+	fmt.Fprintf(env.Stdout, "queued job %d: bisect %s (%d in the queue); follow it with 'pgbisect status'\n", id, strings.Join(req.Args(), " "), len(queued))
 	return nil
 }
 
-// requestSplit checks a bisect request's arguments and splits them into
-// the job's (scenario paths made absolute, since the daemon runs
-// elsewhere) and the request's own (--config, --state, --db).
-func requestSplit(args []string) (job, own []string, err error) {
-	var scenario, good, bad bool
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
-			return nil, nil, usageError("unexpected argument %q: give revisions with --good and --bad", a)
+// requestParse parses a bisect request's flags, those of 'pgbisect bisect',
+// into the request, with the scenario path made absolute (the daemon runs
+// elsewhere) and checked.
+func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
+	fs := newFlags(env, "request bisect", "-s SCENARIO --good REV --bad REV [bisect flags]")
+	request := bisectFlags(fs)
+	fs.Bool("json", false, "(ignored: the daemon logs the result)")
+	flags := addStoreFlags(fs)
+	pos, err := parseFlags(fs, env)
+	if err != nil {
+		return app.BisectRequest{}, flags, err
+	}
+	if len(pos) > 0 {
+		return app.BisectRequest{}, flags, usageError("unexpected argument %q: give revisions with --good and --bad", pos[0])
+	}
+	req := request()
+	if req.Resume == "" && (req.Scenario == "" || req.Good == "" || req.Bad == "") {
+		return req, flags, usageError("a bisect request needs -s SCENARIO, --good REV and --bad REV")
+	}
+	if err := req.Validate(); err != nil {
+		return req, flags, err
+	}
+	if req.Scenario != "" {
+		if abs, err := filepath.Abs(req.Scenario); err == nil {
+			req.Scenario = abs
 		}
-		takesValue := name != "first-parent" && name != "post" && name != "json" && name != "keep-clusters" && name != "reuse-samples"
-		if takesValue && !hasValue {
-			if i+1 >= len(args) {
-				return nil, nil, usageError("flag %s needs a value", a)
-			}
-			i++
-			value = args[i]
-		}
-		switch name {
-		case "s", "scenario":
-			scenario = true
-			if abs, err := filepath.Abs(value); err == nil {
-				value = abs
-			}
-			if _, err := os.Stat(value); err != nil {
-				return nil, nil, usageError("scenario %s: %v", value, err)
-			}
-		case "good":
-			good = true
-		case "bad":
-			bad = true
-		case "resume":
-			scenario, good, bad = true, true, true
-		}
-		flag := "--" + name
-		if name == "s" {
-			flag = "--scenario"
-		}
-		if requestOwnFlags[name] {
-			own = append(own, flag, value)
-			continue
-		}
-		if takesValue {
-			job = append(job, flag, value)
-		} else {
-			job = append(job, a)
+		if _, err := os.Stat(req.Scenario); err != nil {
+			return req, flags, usageError("scenario %s: %v", req.Scenario, err)
 		}
 	}
-	if !scenario || !good || !bad {
-		return nil, nil, usageError("a bisect request needs -s SCENARIO, --good REV and --bad REV")
-	}
-	return job, own, nil
+	return req, flags, nil
 }

@@ -10,42 +10,45 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
-func TestRequestSplit(t *testing.T) {
+func TestRequestParse(t *testing.T) {
 	scen, err := filepath.Abs("../../configs/scenarios/copy-single.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		args      []string
-		job, own  []string
+		req       app.BisectRequest
+		state     string
 		errSubstr string
 	}{
 		{
-			args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--reuse-samples", "--set", "rows=10"},
-			job:  []string{"--scenario", scen, "--good", "A", "--bad", "B", "--post", "--reuse-samples", "--set", "rows=10"},
-			own:  []string{"--state", "/x"},
+			args:  []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--reuse-samples", "--set", "rows=10"},
+			req:   app.BisectRequest{Scenario: scen, Good: "A", Bad: "B", Post: true, ReuseSamples: true, Set: map[string]string{"rows": "10"}},
+			state: "/x",
 		},
-		{args: []string{"--resume", "abc123", "--db", "postgres:///x"}, job: []string{"--resume", "abc123"}, own: []string{"--db", "postgres:///x"}},
+		{args: []string{"--resume", "abc123", "--db", "postgres:///x"}, req: app.BisectRequest{Resume: "abc123"}},
 		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A"}, errSubstr: "needs -s SCENARIO, --good REV and --bad REV"},
 		{args: []string{"-s", "nope.yaml", "--good", "A", "--bad", "B"}, errSubstr: "nope.yaml"},
 		{args: []string{"A", "B"}, errSubstr: "unexpected argument"},
-		{args: []string{"--good"}, errSubstr: "needs a value"},
+		{args: []string{"--good"}, errSubstr: "needs an argument"},
+		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad", "B", "--min-effect", "5"}, errSubstr: "fraction"},
 	}
 	for _, c := range cases {
-		job, own, err := requestSplit(c.args)
+		req, flags, err := requestParse(&Env{Args: c.args, Stderr: &bytes.Buffer{}})
 		if c.errSubstr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.errSubstr) {
 				t.Errorf("%q: error %v, want one mentioning %q", c.args, err, c.errSubstr)
 			}
 			continue
 		}
-		if err != nil || !reflect.DeepEqual(job, c.job) || !reflect.DeepEqual(own, c.own) {
-			t.Errorf("%q:\n got job %q own %q err %v\nwant job %q own %q", c.args, job, own, err, c.job, c.own)
+		if err != nil || !reflect.DeepEqual(req, c.req) || *flags.state != c.state {
+			t.Errorf("%q:\n got %+v state %q err %v\nwant %+v state %q", c.args, req, *flags.state, err, c.req, c.state)
 		}
 	}
 }
@@ -96,8 +99,32 @@ func TestRequestAndStatus(t *testing.T) {
 	if rep.Machine == nil || rep.Machine.PID != os.Getpid() || len(rep.Jobs) != 1 || rep.Jobs[0].Status != store.JobQueued {
 		t.Fatalf("status --json: %+v", rep)
 	}
-	var args daemonBisectArgs
-	if err := json.Unmarshal(rep.Jobs[0].Args, &args); err != nil || !filepath.IsAbs(args.Argv[1]) {
-		t.Fatalf("queued arguments %s: the scenario path must be absolute (%v)", rep.Jobs[0].Args, err)
+	r, _, err := app.DecodeRequest(rep.Jobs[0].Kind, rep.Jobs[0].Args)
+	if req, ok := r.(app.BisectRequest); err != nil || !ok || !filepath.IsAbs(req.Scenario) || req.Metric != "copy_time" {
+		t.Fatalf("queued request %s: a bisect request with the scenario path absolute (%v)", rep.Jobs[0].Args, err)
+	}
+}
+
+// TestLegacyJobRequest: a job an older 'pgbisect request' queued as the
+// command line of 'pgbisect bisect' is read as the request that command
+// line asked for; one that cannot be parsed fails with what to do.
+func TestLegacyJobRequest(t *testing.T) {
+	job := store.Job{ID: 3, Kind: "bisect", Args: json.RawMessage(`{"argv": ["--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
+		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"], "requester": "me@host"}`)}
+	r, err := jobRequest(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.BisectRequest{Scenario: "/abs/copy-single.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
+		Post: true, ReuseSamples: true, Requester: "me@host"}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("legacy job read as %+v, want %+v", r, want)
+	}
+	job.Args = json.RawMessage(`{"argv": ["--scenario", "/abs/s.yaml", "--frobnicate"]}`)
+	if _, err := jobRequest(job); err == nil || !strings.Contains(err.Error(), "queue it again") {
+		t.Errorf("unparseable legacy job: %v", err)
+	}
+	if got := strings.Join(jobArgs(store.Job{Kind: "bisect", Args: json.RawMessage(`{"argv": ["--resume", "abc"]}`)}), " "); got != "--resume abc" {
+		t.Errorf("status shows a legacy job as %q", got)
 	}
 }

@@ -2,67 +2,44 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// openResults returns the results store of cfg (its db, else the private
-// cluster under the state directory, started if need be) and the function
-// that lets go of it. A command the daemon or a nightly pass runs in-process
-// gets the store its caller holds.
+// openResults opens the application of cfg and returns its results store
+// (its db, else the private cluster under the state directory, started if
+// need be) and the function that lets go of it.
 func openResults(ctx context.Context, env *Env, cfg *config.Config) (*store.Store, func(), error) {
-	if env.results != nil {
-		return env.results, func() {}, nil
-	}
-	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("creating the state directory: %w", err)
-	}
-	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return st, st.Close, nil
-}
-
-// recordBuilds makes b keep the builds table of st: every build it makes or
-// finds in its cache, and every failure. A store that cannot be written is
-// warned about, not fatal: the build itself is fine.
-func recordBuilds(b *build.Builder, st *store.Store, log *slog.Logger) {
-	b.Record = func(ctx context.Context, key build.Key, inst *build.Install, failure *build.Error) {
-		opts, _ := json.Marshal(b.Options())
-		rec := store.Build{Key: key.ID, Commit: key.Source, Options: opts}
-		if failure != nil {
-			rec.Status, rec.LogPath, rec.Error = "failed", failure.LogPath, failure.Tail
-		} else {
-			rec.Status, rec.Duration, rec.Time = "ok", inst.Duration, inst.BuiltAt
-		}
-		if err := st.RecordBuild(ctx, rec); err != nil {
-			log.Warn("not recorded in the results store", slog.String("build", key.ID), slog.Any("err", err))
-		}
+	st, err := a.Store(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
+	return st, a.Close, nil
 }
 
-// openOutbox opens the results store of cfg, which is the outbox of
-// findings, and returns the function that lets go of it.
+// openOutbox opens the application of cfg and returns the outbox of its
+// results store, and the function that lets go of the store.
 func openOutbox(ctx context.Context, env *Env, cfg *config.Config) (*store.Store, func(), error) {
-	return openResults(ctx, env, cfg)
-}
-
-// storeName names the results store of a db URL in messages.
-func storeName(url string) string {
-	if url == "" {
-		return "the private results cluster"
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	return redactURL(url)
+	box, err := a.Outbox(ctx, progress(env.Stderr))
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return box, a.Close, nil
 }
 
 // loadFinding loads finding id from box. The ID of a bisection (as

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -195,9 +196,7 @@ func statusPrint(w io.Writer, rep statusReport, now time.Time) {
 		if len(note) > 70 {
 			note = note[:67] + "..."
 		}
-		var args daemonBisectArgs
-		_ = json.Unmarshal(j.Args, &args)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, j.Status, statusAge(now, j.Created), j.Attempts, note, statusArgs(args.Argv))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, j.Status, statusAge(now, j.Created), j.Attempts, note, statusArgs(jobArgs(j)))
 	}
 	tw.Flush()
 }
@@ -223,6 +222,18 @@ func statusPrintBisections(w io.Writer, bs []statusBisection, now time.Time) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// jobArgs are a queued job's request as the flags of its command.
+func jobArgs(j store.Job) []string {
+	r, err := jobRequest(j)
+	if err != nil {
+		return []string{"(" + err.Error() + ")"}
+	}
+	if b, ok := r.(app.BisectRequest); ok {
+		return b.Args()
+	}
+	return nil
 }
 
 // statusArgs shows a job's arguments on one line, scenario files by name.

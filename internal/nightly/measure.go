@@ -3,6 +3,7 @@ package nightly
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -29,10 +30,11 @@ func (p *Pass) side(c build.Commit, in *build.Install) side {
 }
 
 // measure samples sc at pt on head, and on base when it is not nil,
-// interleaved (A B B A blocks, either side starting, see sampleOrder), storing every sample under the nightly run. With
-// a base it keeps sampling in batches until every metric has a verdict or
-// the budget is spent (stats.Thresholds.More), and returns the verdicts;
-// alone, it takes Thresholds.StartSamples samples and returns none.
+// interleaved (A B B A blocks, either side starting, see sampleOrder),
+// storing every sample under the nightly run. With a base it is one
+// bench.Sequential comparison: batches until every metric has a verdict or
+// the budget is spent, and it returns the verdicts; alone, it takes
+// Thresholds.StartSamples samples and returns none.
 func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario, pt bench.Point, base *side, head side) ([]MetricResult, error) {
 	sides := []side{head}
 	if base != nil {
@@ -43,68 +45,55 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	}
 	// The scenario's thresholds plan the samples; each metric's judge it.
 	th := sc.Thresholds(p.Thresholds, nil, nil)
-	specs := sc.MetricSpecs()
-	mths := make([]stats.Thresholds, len(specs))
-	for i := range specs {
-		mths[i] = sc.Thresholds(p.Thresholds, &specs[i], nil)
-	}
-	values := make([]map[string][]float64, len(sides))
-	taken := make([]int, len(sides))
-	for i := range values {
-		values[i] = map[string][]float64{}
-	}
-	start := p.Now()
-	need := th.StartSamples
-	var comps []stats.Comparison
+	var taken [2]int
 	ord := sampleOrder(nightlyID, sc, pt, len(sides))
-	rounds := 0
-	for {
-		order := ord.Rounds(rounds, need)
-		rounds += need
+	before := func(i, k, batch int) {
+		p.progress("%s %s: sample %d of %d this round (%s), %d taken", sc.Name, pointName(pt), k+1, batch, sides[i].Name, taken[0]+taken[1])
+	}
+	after := func(i int, s *bench.Sample) error {
+		if err := p.store(ctx, nightlyID, sc, pt, sides[i], taken[i], s); err != nil {
+			return err
+		}
+		taken[i]++
+		return nil
+	}
+	if base == nil {
+		// The first night: the head alone, for the series.
+		order := ord.Rounds(0, th.StartSamples)
 		for k, i := range order {
-			p.progress("%s %s: sample %d of %d this round (%s), %d taken", sc.Name, pointName(pt), k+1, len(order), sides[i].Name, sum(taken))
+			before(i, k, len(order))
 			s, err := p.Sampler.Run(ctx, sc, sides[i].Target, pt)
 			if err != nil {
 				return nil, fmt.Errorf("measuring %s %s on %s: %w", sc.Name, pointName(pt), sides[i].Name, err)
 			}
-			if err := p.store(ctx, nightlyID, sc, pt, sides[i], taken[i], s); err != nil {
+			if err := after(i, s); err != nil {
 				return nil, err
 			}
-			taken[i]++
-			for name, v := range s.Values {
-				values[i][name] = append(values[i][name], v)
-			}
 		}
-		if base == nil {
-			return nil, nil
-		}
-		comps = comps[:0]
-		more := 0
-		for i, m := range specs {
-			c := stats.Compare(values[0][m.Name], values[1][m.Name], m.Direction, mths[i])
-			comps = append(comps, c)
-			more = max(more, mths[i].More(c))
-		}
-		if more == 0 {
-			break
-		}
-		if th.MaxTime > 0 && p.Now().Sub(start) >= th.MaxTime {
-			for i := range comps {
-				comps[i] = comps[i].AtBudget()
-			}
-			break
-		}
-		need = more
+		return nil, nil
+	}
+	q := &bench.Sequential{
+		Scenario: sc, Point: pt, Targets: [2]bench.Target{sides[0].Target, sides[1].Target}, Order: ord, Plan: th,
+		Judge:  func(m bench.Metric) stats.Thresholds { return sc.Thresholds(p.Thresholds, &m, nil) },
+		Before: before, After: after, Now: p.Now,
+	}
+	ms, err := q.Run(ctx, p.Sampler)
+	var se *bench.SampleError
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("measuring %s %s on %s: %w", sc.Name, pointName(pt), se.Target, se.Err)
+	}
+	if err != nil {
+		return nil, err
 	}
 
 	var out []MetricResult
-	for i, m := range specs {
-		c := comps[i]
+	for _, mc := range ms {
+		m, c := mc.Metric, mc.Comparison
 		r := MetricResult{
 			Scenario: sc.Name, Point: pt.String(), Metric: m.Name,
 			Verdict: c.Verdict.String(), Change: finite(c.Change()), Direction: m.Direction, Worse: finite(c.Worse()), P: finite(c.P),
 			N:   min(c.A.N, c.B.N),
-			cmp: c, spec: m, sc: sc, th: mths[i],
+			cmp: c, spec: m, sc: sc, th: q.Judge(m),
 		}
 		detail, _ := json.Marshal(c)
 		_, err := p.Store.RecordComparison(ctx, store.Comparison{
@@ -159,14 +148,6 @@ func pointName(pt bench.Point) string {
 		return s
 	}
 	return "(no matrix)"
-}
-
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
-	}
-	return n
 }
 
 // finite maps NaN and infinities to 0, for storing and JSON.

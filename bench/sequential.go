@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// Sampler takes one sample of a scenario on a build; *Runner satisfies it.
+type Sampler interface {
+	Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sample, error)
+}
+
+// Sequential is one sequential A/B comparison of two builds at one point,
+// the loop every comparison of pgbisect runs (compare, the nightly pass):
+// samples of A (Targets[0]) and B interleaved in Order, in batches, a look
+// after each batch, until every judged metric has a verdict or the budget
+// is spent. Plan (the scenario's thresholds) plans the batches: its
+// StartSamples, its looks (stats.Thresholds.More), its MaxSamples and its
+// MaxTime; Judge gives each metric's thresholds, which judge it. A metric
+// the scenario only records, and a statistic no sample had, wait for
+// nothing.
+type Sequential struct {
+	Scenario *Scenario
+	Point    Point
+	Targets  [2]Target
+	Order    Order
+	Plan     stats.Thresholds
+	Judge    func(m Metric) stats.Thresholds
+
+	// Before is called before each sample with its side (0 A, 1 B), its
+	// place k in the batch and the batch's size; After with each sample as
+	// soon as it is taken (to store it: an error stops the comparison);
+	// Look after each undecided look with the samples per side so far and
+	// the number more each side will take. Any may be nil.
+	Before func(side, k, batch int)
+	After  func(side int, s *Sample) error
+	Look   func(n, more int)
+	// Now is the clock of MaxTime. Default time.Now.
+	Now func() time.Time
+}
+
+// MetricComparison is the verdict on one metric, with both sides' values.
+type MetricComparison struct {
+	Metric     Metric
+	Comparison stats.Comparison
+	A, B       []float64
+}
+
+// SampleError is a sample that failed: which target, and why.
+type SampleError struct {
+	Target string
+	Err    error
+}
+
+func (e *SampleError) Error() string { return fmt.Sprintf("sample of %s: %v", e.Target, e.Err) }
+func (e *SampleError) Unwrap() error { return e.Err }
+
+// Run runs the comparison with s and returns the verdict on every metric
+// of the scenario, in the scenario's order. A sample that fails stops it
+// with a *SampleError.
+func (q *Sequential) Run(ctx context.Context, s Sampler) ([]MetricComparison, error) {
+	now := q.Now
+	if now == nil {
+		now = time.Now
+	}
+	specs := q.Scenario.MetricSpecs()
+	values := make([][2][]float64, len(specs))
+	out := make([]MetricComparison, len(specs))
+	start := now()
+	n, want := 0, q.Plan.StartSamples
+	for {
+		order := q.Order.Rounds(n, want-n)
+		for k, side := range order {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if q.Before != nil {
+				q.Before(side, k, len(order))
+			}
+			sm, err := s.Run(ctx, q.Scenario, q.Targets[side], q.Point)
+			if err != nil {
+				return nil, &SampleError{Target: q.Targets[side].Name, Err: err}
+			}
+			for i, m := range specs {
+				// A server statistic the server lacks has no value (and a
+				// warning in the sample's environment): left out, not 0.
+				if v, ok := sm.Values[m.Name]; ok {
+					values[i][side] = append(values[i][side], v)
+				}
+			}
+			if q.After != nil {
+				if err := q.After(side, sm); err != nil {
+					return nil, err
+				}
+			}
+		}
+		n = want
+		overTime := q.Plan.MaxTime > 0 && now().Sub(start) >= q.Plan.MaxTime
+		more := 0
+		for i, m := range specs {
+			c := stats.Compare(values[i][0], values[i][1], m.Direction, q.Judge(m))
+			if overTime {
+				c = c.AtBudget()
+			}
+			if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
+				more = max(more, q.Plan.More(c))
+			}
+			out[i] = MetricComparison{Metric: m, Comparison: c, A: values[i][0], B: values[i][1]}
+		}
+		if more == 0 {
+			return out, nil
+		}
+		if q.Look != nil {
+			q.Look(n, more)
+		}
+		want = n + more
+	}
+}

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/gittest"
+)
+
+// TestBisectResolveMergeBase: a good commit on another branch (REL_15_0
+// for bad REL_16_0) is replaced by the merge base of the two, with a line
+// that says so, and the commit given is returned for the report.
+func TestBisectResolveMergeBase(t *testing.T) {
+	dir, c1, _, c3, s1 := gittest.Repo(t)
+	repo, err := build.Open(context.Background(), dir, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	a, err := Open(context.Background(), Options{Repo: dir, Branch: "master", StateDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := Sink(func(e Event) { out.WriteString(e.Text + "\n") })
+	good, bad, given, err := a.bisectResolve(context.Background(), repo, "side", "master", sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Hash != c1 || bad.Hash != c3 || given != s1 {
+		t.Errorf("good %s, bad %s, given %s; want the merge base %s, %s and the side branch's %s", good.Short(), bad.Short(), given, c1[:10], c3[:10], s1[:10])
+	}
+	if want := "bisecting from their merge base " + c1[:10]; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q lacks %q", out.String(), want)
+	}
+	// An ancestor is used as it is.
+	out.Reset()
+	if good, _, given, err := a.bisectResolve(context.Background(), repo, c1, "master", sink); err != nil || good.Hash != c1 || given != "" || out.Len() > 0 {
+		t.Errorf("ancestor good: %s, given %q, %v, output %q", good.Short(), given, err, out.String())
+	}
+}

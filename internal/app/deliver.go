@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// Outbox returns the outbox of the results store, where findings wait to
+// be posted. (Findings an older pgbisect left in STATE/findings are moved
+// into it once by 'pgbisect db import'.)
+func (a *App) Outbox(ctx context.Context, sink Sink) (*store.Store, error) {
+	return a.Store(ctx)
+}
+
+func (a *App) outbox(ctx context.Context, sink Sink) (*store.Store, error) {
+	return a.Store(ctx)
+}
+
+// Deliver posts the pending findings to GitHub when posting is configured
+// (a repository and a token); otherwise it does nothing. What was posted
+// and what was not are notes on sink; a finding that could not be posted
+// waits for the next delivery.
+func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) {
+	if a.opts.GitHub.Repo == "" || a.opts.GitHub.Token == "" {
+		return
+	}
+	p, err := notify.NewPoster(a.opts.GitHub)
+	if err != nil {
+		sink.note("not posting: %v", err)
+		return
+	}
+	p.Log = a.log
+	box, err := a.Outbox(ctx, sink)
+	if err != nil {
+		sink.note("not posting: %v", err)
+		return
+	}
+	unlock, err := box.Lock(ctx, store.PostLock)
+	if err != nil {
+		sink.note("not posting: %v", err)
+		return
+	}
+	defer unlock()
+	del, err := p.Deliver(ctx, box)
+	for _, pst := range del.Posts {
+		sink.note("posted: %s", PostLine(pst))
+	}
+	for _, e := range del.Failed {
+		sink.note("not posted (waits in %s for 'pgbisect post --pending'): %v", a.StoreName(), e)
+	}
+	if err != nil {
+		sink.note("posting: %v", err)
+	}
+}
+
+// PostLine describes what a post did, in one line.
+func PostLine(p finding.Post) string {
+	switch p.Action {
+	case finding.ActionCreated:
+		return fmt.Sprintf("created issue #%d\t%s", p.Issue, p.URL)
+	case finding.ActionCommented:
+		return fmt.Sprintf("commented on issue #%d\t%s", p.Issue, p.URL)
+	}
+	return fmt.Sprintf("%s\t%s", p.Action, p.Note)
+}

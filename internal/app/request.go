@@ -1,0 +1,292 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+)
+
+// A Request is one operation as asked for: a typed value that survives a
+// round trip through JSON, so it can wait in a queue, come from a web form
+// or a GitHub comment, and run in another process.
+type Request interface {
+	// Kind names the operation: "bisect", "compare", "run", "nightly",
+	// "deliver".
+	Kind() string
+}
+
+// BisectRequest asks for every culprit of a regression between two
+// revisions.
+type BisectRequest struct {
+	Scenario string            `json:"scenario,omitempty"` // scenario file
+	Set      map[string]string `json:"set,omitempty"`      // scenario variable overrides
+	Good     string            `json:"good,omitempty"`
+	Bad      string            `json:"bad,omitempty"`
+	Metric   string            `json:"metric,omitempty"` // "": the scenario's first metric
+	Point    string            `json:"point,omitempty"`  // "": the only point
+	// FirstParent follows only first parents.
+	FirstParent bool `json:"first_parent,omitempty"`
+	// ReuseSamples lets search comparisons reuse every earlier sample of
+	// a commit (bisect.State.Window 0) instead of only fresh ones.
+	ReuseSamples bool `json:"reuse_samples,omitempty"`
+	// Alpha, MinEffect and MaxSamples override the scenario's stats
+	// section, which overrides the App's (0: not given).
+	Alpha      float64 `json:"alpha,omitempty"`
+	MinEffect  float64 `json:"min_effect,omitempty"`
+	MaxSamples int     `json:"max_samples,omitempty"`
+	// Resume is a bisection ID to resume instead; its inputs are in the
+	// results store.
+	Resume string `json:"resume,omitempty"`
+	// ClientBin is the directory of pgbench and psql for every run; "":
+	// the App's, else the good commit's build.
+	ClientBin string `json:"client_bin,omitempty"`
+	// KeepClusters keeps cluster directories.
+	KeepClusters bool `json:"keep_clusters,omitempty"`
+	// Post posts the finding to GitHub when the bisection ends; without
+	// it the finding is kept, not queued for posting.
+	Post bool `json:"post,omitempty"`
+	// Requester is who asked (user@host, a GitHub login), for status.
+	Requester string `json:"requester,omitempty"`
+
+	// thresholds, when set (a nightly regression's), are used as they are
+	// but for MinEffect; report leaves recording the finding to the caller.
+	thresholds stats.Thresholds
+	report     bool
+}
+
+// Kind implements Request.
+func (BisectRequest) Kind() string { return "bisect" }
+
+// Args are the request as the flags of 'pgbisect bisect' (for status, job
+// logs and reproducing it by hand).
+func (r BisectRequest) Args() []string {
+	var a []string
+	add := func(flag, v string) {
+		if v != "" {
+			a = append(a, flag, v)
+		}
+	}
+	if r.Resume != "" {
+		a = append(a, "--resume", r.Resume)
+	}
+	add("--scenario", r.Scenario)
+	add("--good", r.Good)
+	add("--bad", r.Bad)
+	add("--metric", r.Metric)
+	add("--point", r.Point)
+	if r.FirstParent {
+		a = append(a, "--first-parent")
+	}
+	if r.ReuseSamples {
+		a = append(a, "--reuse-samples")
+	}
+	if r.Alpha != 0 {
+		a = append(a, "--alpha", fmt.Sprint(r.Alpha))
+	}
+	if r.MinEffect != 0 {
+		a = append(a, "--min-effect", fmt.Sprint(r.MinEffect))
+	}
+	if r.MaxSamples != 0 {
+		a = append(a, "--max-samples", fmt.Sprint(r.MaxSamples))
+	}
+	a = append(a, setFlags(r.Set)...)
+	add("--client-bin", r.ClientBin)
+	if r.KeepClusters {
+		a = append(a, "--keep-clusters")
+	}
+	if r.Post {
+		a = append(a, "--post")
+	}
+	return a
+}
+
+// setFlags are scenario variables as --set flags, sorted.
+func setFlags(set map[string]string) []string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var a []string
+	for _, k := range keys {
+		a = append(a, "--set", k+"="+set[k])
+	}
+	return a
+}
+
+// Validate checks what can be checked without the repository.
+func (r BisectRequest) Validate() error {
+	if r.Resume == "" && (r.Scenario == "" || r.Good == "" || r.Bad == "") {
+		return badRequest("give -s SCENARIO, --good REV and --bad REV (or --resume ID)")
+	}
+	if r.MinEffect < 0 || r.MinEffect >= 1 {
+		return badRequest("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", r.MinEffect)
+	}
+	return nil
+}
+
+// CompareRequest asks for two builds to be measured interleaved, with
+// adaptive sampling, and judged per metric.
+type CompareRequest struct {
+	Scenario string            `json:"scenario"`
+	Set      map[string]string `json:"set,omitempty"`
+	// A and B are revisions to build, or bin directories of installations.
+	A     string `json:"a"`
+	B     string `json:"b"`
+	Point string `json:"point,omitempty"` // "": every point
+	// ClientBin is the pgbench and psql of both sides; "": the App's,
+	// else A's.
+	ClientBin string `json:"client_bin,omitempty"`
+	// Alpha, MinEffect, MaxSamples and MaxTime override the scenario's
+	// stats section (0: not given).
+	Alpha        float64       `json:"alpha,omitempty"`
+	MinEffect    float64       `json:"min_effect,omitempty"`
+	MaxSamples   int           `json:"max_samples,omitempty"`
+	MaxTime      time.Duration `json:"max_time,omitempty"`
+	KeepClusters bool          `json:"keep_clusters,omitempty"`
+	// OrderSeed seeds the order of samples; 0: a random one, reported.
+	OrderSeed uint64 `json:"order_seed,omitempty"`
+	// Profile profiles both sides with perf after the verdict,
+	// ProfileRuns samples per side; FlameGraph is where to write the
+	// differential flame graph ("" none).
+	Profile     bool   `json:"profile,omitempty"`
+	ProfileRuns int    `json:"profile_runs,omitempty"`
+	FlameGraph  string `json:"flame_graph,omitempty"`
+}
+
+// Kind implements Request.
+func (CompareRequest) Kind() string { return "compare" }
+
+// RunRequest asks for one build to be measured.
+type RunRequest struct {
+	Scenario string            `json:"scenario"`
+	Set      map[string]string `json:"set,omitempty"`
+	// Rev is a revision to build; BinDir an installation to measure
+	// instead.
+	Rev          string `json:"rev,omitempty"`
+	BinDir       string `json:"bindir,omitempty"`
+	Samples      int    `json:"samples"`         // per matrix point
+	Point        string `json:"point,omitempty"` // "": every point
+	ClientBin    string `json:"client_bin,omitempty"`
+	KeepClusters bool   `json:"keep_clusters,omitempty"`
+}
+
+// Kind implements Request.
+func (RunRequest) Kind() string { return "run" }
+
+// NightlyRequest asks for one nightly pass over the App's branch and suite.
+type NightlyRequest struct {
+	// Force measures the head even when it has not moved.
+	Force bool `json:"force,omitempty"`
+	// Wait waits for the machine when another job uses it; otherwise the
+	// pass is refused.
+	Wait bool `json:"wait,omitempty"`
+	// Deliver posts the pending findings afterwards (Deliver).
+	Deliver bool `json:"deliver,omitempty"`
+}
+
+// Kind implements Request.
+func (NightlyRequest) Kind() string { return "nightly" }
+
+// DeliverRequest asks for the pending findings to be posted to GitHub.
+type DeliverRequest struct{}
+
+// Kind implements Request.
+func (DeliverRequest) Kind() string { return "deliver" }
+
+// Encode returns a request as a queue keeps it: its kind and its JSON.
+func Encode(r Request) (kind string, args json.RawMessage, err error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return "", nil, fmt.Errorf("encoding a %s request: %w", r.Kind(), err)
+	}
+	return r.Kind(), data, nil
+}
+
+// ErrLegacyJob marks a queued job stored by an older pgbisect as the
+// command line of 'pgbisect bisect' ({"argv": [...]}): DecodeRequest
+// returns it with the arguments, for the caller that knows the command's
+// flags to parse (see LegacyJob).
+var ErrLegacyJob = errors.New("a job queued as a command line")
+
+// LegacyJob is the arguments of a job queued by an older pgbisect.
+type LegacyJob struct {
+	Argv      []string `json:"argv"`
+	Requester string   `json:"requester,omitempty"`
+}
+
+// DecodeRequest reads a request back from a queue's kind and JSON. A job
+// an older pgbisect queued as a command line gives a *LegacyJob and an
+// error matching ErrLegacyJob.
+func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(args, &probe); err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	if _, ok := probe["argv"]; ok && kind == "bisect" {
+		var l LegacyJob
+		if err := json.Unmarshal(args, &l); err != nil {
+			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+		}
+		return nil, &l, ErrLegacyJob
+	}
+	var r Request
+	switch kind {
+	case "bisect":
+		r = &BisectRequest{}
+	case "compare":
+		r = &CompareRequest{}
+	case "run":
+		r = &RunRequest{}
+	case "nightly":
+		r = &NightlyRequest{}
+	case "deliver":
+		r = &DeliverRequest{}
+	default:
+		return nil, nil, fmt.Errorf("unknown request kind %q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	return deref(r), nil, nil
+}
+
+func deref(r Request) Request {
+	switch v := r.(type) {
+	case *BisectRequest:
+		return *v
+	case *CompareRequest:
+		return *v
+	case *RunRequest:
+		return *v
+	case *NightlyRequest:
+		return *v
+	case *DeliverRequest:
+		return *v
+	}
+	return r
+}
+
+// ErrBadRequest marks an error in what was asked (a metric the scenario
+// lacks, a revision that is not an ancestor): the command line exits 2 for
+// it, a web form shows it next to the field.
+var ErrBadRequest = errors.New("bad request")
+
+type requestError struct{ msg string }
+
+func (e *requestError) Error() string { return e.msg }
+func (e *requestError) Unwrap() error { return ErrBadRequest }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
+
+// JobID is the events stream of queued job id (store.AppendEvent).
+func JobID(id int64) string { return fmt.Sprintf("job-%d", id) }

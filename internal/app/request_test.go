@@ -1,0 +1,53 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	for _, r := range []Request{
+		BisectRequest{Scenario: "/s.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
+			MinEffect: 0.1, Post: true, Requester: "me@host"},
+		CompareRequest{Scenario: "/s.yaml", A: "A", B: "B", MaxTime: 3e9, OrderSeed: 7},
+		RunRequest{Scenario: "/s.yaml", BinDir: "/usr/lib/postgresql/15/bin", Samples: 5},
+		NightlyRequest{Force: true, Deliver: true},
+		DeliverRequest{},
+	} {
+		kind, data, err := Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, legacy, err := DecodeRequest(kind, data)
+		if err != nil || legacy != nil || !reflect.DeepEqual(back, r) {
+			t.Errorf("%s %s came back as %#v, %v", kind, data, back, err)
+		}
+	}
+}
+
+func TestDecodeRequestErrors(t *testing.T) {
+	_, legacy, err := DecodeRequest("bisect", json.RawMessage(`{"argv": ["--scenario", "/s.yaml", "--good", "A"], "requester": "me"}`))
+	if !errors.Is(err, ErrLegacyJob) || legacy == nil || legacy.Requester != "me" || len(legacy.Argv) != 4 {
+		t.Errorf("a command-line job: %+v, %v; want it as a LegacyJob", legacy, err)
+	}
+	for _, c := range []struct{ kind, args, want string }{
+		{"bisect", `{"scenario": "/s.yaml", "goood": "A"}`, `unknown field "goood"`},
+		{"frobnicate", `{}`, `unknown request kind "frobnicate"`},
+		{"bisect", `[1]`, "a bisect request"},
+	} {
+		if _, _, err := DecodeRequest(c.kind, json.RawMessage(c.args)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v, want an error with %q", c.kind, c.args, err, c.want)
+		}
+	}
+}
+
+func TestBisectRequestArgs(t *testing.T) {
+	r := BisectRequest{Scenario: "/s.yaml", Good: "A", Bad: "B", Metric: "m", FirstParent: true, Set: map[string]string{"b": "2", "a": "1"}, MaxSamples: 30}
+	want := "--scenario /s.yaml --good A --bad B --metric m --first-parent --max-samples 30 --set a=1 --set b=2"
+	if got := strings.Join(r.Args(), " "); got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+}
