@@ -101,9 +101,9 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return time.Since(t).Round(time.Second).String() + " ago"
 		},
-		"num":     num,
+		"num":    num,
 		"mul100": func(f float64) float64 { return f * 100 },
-		"pct":     func(f float64) string { return fmt.Sprintf("%+.1f%%", (f-1)*100) },
+		"pct":    func(f float64) string { return fmt.Sprintf("%+.1f%%", (f-1)*100) },
 		"commitURL": func(hash string) string {
 			if s.cfg.CommitURL == "" {
 				return "/commits/" + url.PathEscape(hash)

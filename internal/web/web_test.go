@@ -146,10 +146,10 @@ func TestAssetsAndMetrics(t *testing.T) {
 	ts, st := newTestServer(t)
 	seed(t, st, "metrics")
 	for path, ct := range map[string]string{
-		"/favicon.ico":                          "image/svg+xml",
+		"/favicon.ico":                           "image/svg+xml",
 		"/static/vendor/uplot/uPlot.iife.min.js": "text/javascript",
-		"/static/app.js":                        "text/javascript",
-		"/static/style.css":                     "text/css",
+		"/static/app.js":                         "text/javascript",
+		"/static/style.css":                      "text/css",
 	} {
 		code, body, h := get(t, ts, path)
 		if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), ct) || len(body) == 0 {
