@@ -108,7 +108,7 @@ func (b *browser) noErrors(t *testing.T, page string) {
 // screenshot saves the page under the test's artifact directory.
 func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
-	png := value(t, b, chromedp.FullScreenshot(90))
+	png := value(t, b, chromedp.FullScreenshot(100))
 	path := filepath.Join(t.ArtifactDir(), name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)

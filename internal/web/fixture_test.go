@@ -37,7 +37,7 @@ type fixture struct {
 const fixtureNights = 16
 
 // hash makes a distinct 40-digit commit hash.
-func hash(prefix uint32, i int) string { return fmt.Sprintf("%08x%032x", prefix, i) }
+func hash(prefix uint32, i int) string { return fmt.Sprintf("%02x%08x%030x", i, prefix, i) }
 
 // seed stores the fixture under names made from name, so tests sharing the
 // package's store keep apart.
