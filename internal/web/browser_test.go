@@ -141,6 +141,17 @@ func TestBrowserPages(t *testing.T) {
 			t.Errorf("overview: no %q in\n%s", w, text)
 		}
 	}
+	// The running job's progress arrives live from its event stream.
+	if _, err := st.AppendEvent(context.Background(), itoa(f.Running), "sample",
+		[]byte(`{"message": "sample 4 of 10 of 0a07fc4012"}`)); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, chromedp.WaitReady(css(`#running .live-job`)))
+	live := value(t, b, chromedp.Poll[string](`(() => { const t = document.querySelector("#running .live-job").textContent;
+		return t.startsWith("sample:") ? t : null; })()`))
+	if live != "sample: sample 4 of 10 of 0a07fc4012" {
+		t.Errorf("the running job shows %q", live)
+	}
 	b.screenshot(t, "overview")
 	b.noErrors(t, "overview")
 
