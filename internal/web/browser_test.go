@@ -236,7 +236,14 @@ func TestBrowserBisectionLive(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	b.do(t, chromedp.WaitReady(css(`#phase[data-phase="done"]`)))
+	// Wait until the page shows the state after the job's last event, so
+	// no reload replaces what is read next.
+	evs, err := st.Events(context.Background(), id, 0, 0)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("the job's events: %d, %v", len(evs), err)
+	}
+	b.do(t, chromedp.WaitReady(css(fmt.Sprintf(`#live[data-loaded="%d"]`, evs[len(evs)-1].Seq))),
+		chromedp.WaitReady(css(`#phase[data-phase="done"]`)))
 	after := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#events li").length`))
 	if after <= before {
 		t.Errorf("events listed: %d before, %d after the bisection finished", before, after)

@@ -119,13 +119,16 @@
     const list = $("events"), live = $("live"), status = $("stream");
     if (!list || !live) return;
     const id = list.dataset.job;
-    let busy = false, again = false;
+    // One reload at a time; events arriving meanwhile cause one more.
+    // data-loaded is the last event the shown state includes.
+    let busy = false, again = false, latest = 0;
     const reload = () => {
       if (busy) { again = true; return; }
       busy = true;
+      const seq = latest;
       fetch(`/bisections/${encodeURIComponent(id)}/live`)
         .then((r) => r.ok ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`)))
-        .then((html) => { live.innerHTML = html; bisectionChart(); live.dataset.updates = String(Number(live.dataset.updates || 0) + 1); })
+        .then((html) => { live.innerHTML = html; bisectionChart(); live.dataset.loaded = String(seq); })
         .catch((e) => { status.textContent = `reload failed: ${e.message}`; })
         .finally(() => { busy = false; if (again) { again = false; reload(); } });
     };
@@ -141,6 +144,7 @@
       li.append(at, " ", kind, " " + ev.text);
       list.append(li);
       list.dataset.after = ev.seq;
+      latest = ev.seq;
       reload();
     };
     window.addEventListener("pagehide", () => src.close());
