@@ -157,7 +157,6 @@ func TestBrowserPages(t *testing.T) {
 
 	// The series chart: hover a night, read the tooltip, click it.
 	b.do(t, chromedp.Navigate(ts.URL+seriesPath(f)), chromedp.WaitVisible(css("#chart canvas")))
-	b.screenshot(t, "series")
 	for _, i := range []int{3, f.Step} {
 		pos := chartPoint(t, b, "pgbChart", i)
 		b.do(t, chromedp.MouseEvent(chromedp.MouseMoved, pos.X, pos.Y),
@@ -169,6 +168,7 @@ func TestBrowserPages(t *testing.T) {
 			t.Errorf("hovering night %d shows %q, want its commit %s, date, median and spread", i, text, short(n.Commit))
 		}
 		if i == f.Step {
+			b.screenshot(t, "series")
 			b.do(t, chromedp.MouseClickXY(pos.X, pos.Y), chromedp.WaitVisible(css("table.samples")))
 			if h1, want := value(t, b, chromedp.Text(css("h1"))), fmt.Sprintf("Nightly run %d", n.ID); h1 != want {
 				t.Errorf("clicking night %d opened %q, want %q", i, h1, want)
