@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/pgbisect/pgbisect/internal/web"
+	"github.com/pgbisect/pgbisect/store"
 )
 
 func init() {
@@ -18,7 +22,8 @@ func init() {
 
 func serveRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--commit-url URL]")
-	addr := fs.String("addr", web.DefaultAddr, "address to listen on; the pages are not authenticated, so keep it on loopback or behind a proxy")
+	addr := fs.String("addr", web.DefaultAddr, "address to listen on; the pages are not authenticated, so keep it on loopback or behind a proxy; "+
+		"POST /api/requests takes a bearer token from "+webTokenEnv+" (unset: read-only)")
 	commitURL := fs.String("commit-url", "", "link commit hashes to this URL with the hash appended (e.g. https://github.com/postgres/postgres/commit/)")
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
@@ -37,7 +42,13 @@ func serveRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	srv, err := web.New(st, web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log})
+	wc := web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv)}
+	if wc.Token != "" {
+		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
+			return serveEnqueue(ctx, st, r)
+		}
+	}
+	srv, err := web.New(st, wc)
 	if err != nil {
 		return err
 	}
@@ -48,4 +59,29 @@ func serveRun(ctx context.Context, env *Env) error {
 	env.Log.Info("serving the dashboard", slog.String("url", "http://"+ln.Addr().String()+"/"))
 	fmt.Fprintf(env.Stderr, "pgbisect: dashboard on http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	return srv.Serve(ctx, ln)
+}
+
+// webTokenEnv holds the bearer token of the dashboard's write API; unset,
+// the dashboard is read-only.
+const webTokenEnv = "PGBISECT_WEB_TOKEN"
+
+// serveEnqueue queues a bisection requested on the dashboard as
+// 'pgbisect request bisect' would.
+func serveEnqueue(ctx context.Context, st *store.Store, r web.Request) (int64, error) {
+	argv := []string{"--scenario", r.Scenario, "--good", r.Good, "--bad", r.Bad}
+	if r.Metric != "" {
+		argv = append(argv, "--metric", r.Metric)
+	}
+	if r.Point != "" {
+		argv = append(argv, "--point", r.Point)
+	}
+	job, _, err := requestSplit(argv)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", web.ErrInvalid, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+	}
+	data, err := json.Marshal(daemonBisectArgs{Argv: job, Requester: "dashboard"})
+	if err != nil {
+		return 0, err
+	}
+	return st.Enqueue(ctx, "bisect", data)
 }

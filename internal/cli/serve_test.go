@@ -3,8 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,7 +19,8 @@ import (
 // fetches the overview and /metrics, and stops it by cancelling its context
 // (what Ctrl-C does).
 func TestServe(t *testing.T) {
-	storetest.Store(t) // the results store PGBISECT_DB points at
+	st := storetest.Store(t) // the results store PGBISECT_DB points at
+	t.Setenv(webTokenEnv, "tok-"+t.Name())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -46,6 +50,38 @@ func TestServe(t *testing.T) {
 			t.Errorf("GET %s: %d, no %q", path, resp.StatusCode, want)
 		}
 	}
+	// The write API queues a bisection as 'pgbisect request bisect' does.
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest("POST", "http://"+m[1]+"/api/requests", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok-"+t.Name())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(`{"kind": "bisect", "scenario": "no/such.yaml", "good": "a", "bad": "b"}`); code != 400 ||
+		!strings.Contains(body, "no/such.yaml") {
+		t.Errorf("a request for a missing scenario: %d %s", code, body)
+	}
+	code, body := post(`{"kind": "bisect", "scenario": "../../configs/scenarios/copy-single.yaml", "good": "REL_15_0", "bad": "REL_16_0", "point": "clients=1"}`)
+	var out struct{ ID int64 }
+	if err := json.Unmarshal([]byte(body), &out); code != 201 || err != nil {
+		t.Fatalf("a valid request: %d %s", code, body)
+	}
+	// Finished at once, so no daemon test of this package runs it.
+	j, err := st.Job(context.Background(), out.ID)
+	if ferr := st.Finish(context.Background(), out.ID, errors.New("queued by TestServe")); err != nil || ferr != nil {
+		t.Fatal(err, ferr)
+	}
+	var args daemonBisectArgs
+	if err := json.Unmarshal(j.Args, &args); err != nil || j.Kind != "bisect" || len(args.Argv) != 8 ||
+		!filepath.IsAbs(args.Argv[1]) || args.Argv[5] != "REL_16_0" || args.Requester != "dashboard" {
+		t.Errorf("queued %s %s", j.Kind, j.Args)
+	}
+
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Errorf("serve exited %d after its context ended", code)

@@ -9,7 +9,8 @@
 // because its progress reaches the page through the store's event stream
 // (LISTEN/NOTIFY), not through memory. Everything the browser loads (the
 // chart library included) is embedded in the binary, so the dashboard works
-// on a benchmark farm with no internet. It has no write actions.
+// on a benchmark farm with no internet. Its one write, POST /api/requests,
+// queues a bisection and needs a bearer token.
 package web
 
 import (
@@ -83,6 +84,13 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Log gets request errors; nil discards them.
 	Log *slog.Logger
+
+	// Token authenticates the write API (POST /api/requests) as a bearer
+	// token. Empty disables writes. It is never logged.
+	Token string
+	// Enqueue queues a valid request and returns its job id; errors
+	// wrapping ErrInvalid are the request's fault. Nil disables writes.
+	Enqueue func(ctx context.Context, r Request) (int64, error)
 }
 
 //go:embed templates/*.html
@@ -152,6 +160,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bisections/{id}/live", s.bisectionLive)
 	s.mux.HandleFunc("GET /api/bisections/{id}", s.bisectionJSON)
 	s.mux.HandleFunc("GET /events/{job}", s.events)
+	// Browsers' cross-site POSTs are refused before authentication.
+	s.mux.Handle("POST /api/requests", http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.requests)))
 	s.mux.HandleFunc("GET /findings/{id}", s.finding)
 	s.mux.HandleFunc("GET /findings/{id}/plots/{file}", s.findingPlot)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
