@@ -107,6 +107,7 @@ type Server struct {
 	mux   *http.ServeMux
 	pages map[string]*template.Template
 	reg   *prometheus.Registry
+	plots plotCache
 }
 
 // New returns the dashboard over st.
