@@ -102,6 +102,7 @@ func (s *Server) funcs() template.FuncMap {
 			return time.Since(t).Round(time.Second).String() + " ago"
 		},
 		"num":    num,
+		"unix":   func(sec int64) time.Time { return time.Unix(sec, 0) },
 		"mul100": func(f float64) float64 { return f * 100 },
 		"pct":    func(f float64) string { return fmt.Sprintf("%+.1f%%", (f-1)*100) },
 		"commitURL": func(hash string) string {
