@@ -2,7 +2,8 @@
 # Installs what pgbisect needs on a Debian bookworm machine, as root:
 # the PostgreSQL build dependencies, Debian's postgresql-15 (its server
 # binaries run the results store and the fast tests; its source is the
-# fixture of the end-to-end tests), and an unprivileged user to run servers.
+# fixture of the end-to-end tests), Chromium and its fonts (the dashboard's
+# browser tests), and an unprivileged user to run servers.
 # Safe to run again: every step checks first.
 set -euo pipefail
 
@@ -13,7 +14,8 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 PKGS=(build-essential bison flex perl libreadline-dev zlib1g-dev pkg-config
-	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps)
+	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps
+	chromium fonts-liberation)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/web"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+func init() {
+	register(command{
+		Name:    "serve",
+		Summary: "serve the web dashboard (series, bisections live, findings, /metrics) on 127.0.0.1:8080",
+		Run:     serveRun,
+	})
+}
+
+func serveRun(ctx context.Context, env *Env) error {
+	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--commit-url URL]")
+	addr := fs.String("addr", web.DefaultAddr, "address to listen on; the pages are not authenticated, so keep it on loopback or behind a proxy; "+
+		"POST /api/requests takes a bearer token from "+webTokenEnv+" (unset: read-only)")
+	commitURL := fs.String("commit-url", "", "link commit hashes to this URL with the hash appended (e.g. https://github.com/postgres/postgres/commit/)")
+	flags := addStoreFlags(fs)
+	pos, err := parseFlags(fs, env)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("unexpected argument %q", pos[0])
+	}
+	cfg, err := flags.load()
+	if err != nil {
+		return err
+	}
+	st, done, err := openResults(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	wc := web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv)}
+	if wc.Token != "" {
+		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
+			return serveEnqueue(ctx, st, r)
+		}
+	}
+	srv, err := web.New(st, wc)
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	env.Log.Info("serving the dashboard", slog.String("url", "http://"+ln.Addr().String()+"/"))
+	fmt.Fprintf(env.Stderr, "pgbisect: dashboard on http://%s/ (Ctrl-C stops it)\n", ln.Addr())
+	return srv.Serve(ctx, ln)
+}
+
+// webTokenEnv holds the bearer token of the dashboard's write API; unset,
+// the dashboard is read-only.
+const webTokenEnv = "PGBISECT_WEB_TOKEN"
+
+// serveEnqueue queues a bisection requested on the dashboard as
+// 'pgbisect request bisect' would.
+func serveEnqueue(ctx context.Context, st *store.Store, r web.Request) (int64, error) {
+	argv := []string{"--scenario", r.Scenario, "--good", r.Good, "--bad", r.Bad}
+	if r.Metric != "" {
+		argv = append(argv, "--metric", r.Metric)
+	}
+	if r.Point != "" {
+		argv = append(argv, "--point", r.Point)
+	}
+	req, _, err := requestParse(&Env{Args: argv, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", web.ErrInvalid, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+	}
+	req.Requester = "dashboard"
+	kind, data, err := app.Encode(req)
+	if err != nil {
+		return 0, err
+	}
+	return st.Enqueue(ctx, kind, data)
+}

@@ -1,0 +1,263 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// The browser tests drive Debian's headless Chromium over the DevTools
+// protocol (chromedp) against the dashboard served over a real results
+// store. Without Chromium they are skipped, except under CI=true, where
+// that is a broken setup and fails.
+
+// chromium returns the path of a Chromium binary.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("Chromium is required in CI for the dashboard's browser tests (scripts/setup-debian.sh installs Debian's chromium)")
+	}
+	t.Skip("no chromium on PATH (scripts/setup-debian.sh installs it)")
+	return ""
+}
+
+// browser is one headless Chromium tab that records the page's errors.
+type browser struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // root in CI
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	// Bound the whole test: a page that never gets what it waits for fails
+	// the test instead of hanging it.
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	b := &browser{ctx: ctx}
+	// Exceptions, console.error and browser log errors (a failed load).
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || string(m.Type) == "error" {
+				b.mu.Lock()
+				b.errs = append(b.errs, m.String())
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// do runs steps in the tab.
+func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// value runs a in the tab and returns its value.
+func value[T any](t *testing.T, b *browser, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// noErrors fails t if the page logged an error or threw.
+func (b *browser) noErrors(t *testing.T, page string) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.errs {
+		t.Errorf("%s: %s", page, e)
+	}
+	b.errs = nil
+}
+
+// screenshot saves the page under the test's artifact directory.
+func (b *browser) screenshot(t *testing.T, name string) {
+	t.Helper()
+	png := value(t, b, chromedp.FullScreenshot(100))
+	path := filepath.Join(t.ArtifactDir(), name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+type css = chromedp.CSS
+
+// point is where a chart draws one of its values, in page coordinates.
+type point struct{ X, Y float64 }
+
+func chartPoint(t *testing.T, b *browser, chart string, i int) point {
+	t.Helper()
+	return value(t, b, chromedp.Evaluate[point](fmt.Sprintf(`(() => { const u = window.%s, r = u.over.getBoundingClientRect();
+		return {X: r.left + u.valToPos(u.data[0][%d], "x"), Y: r.top + u.valToPos(u.data[3][%d], "y")}; })()`, chart, i, i)))
+}
+
+// TestBrowserPages opens every page in Chromium, checks what it shows and
+// that it logged no error, hovers and clicks the series chart.
+func TestBrowserPages(t *testing.T) {
+	ts, st := newTestServer(t)
+	b := newBrowser(t)
+	f := seed(t, st, "browser")
+
+	b.do(t, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("#machines")))
+	text := value(t, b, chromedp.Text(css("main")))
+	for _, w := range []string{f.Host, f.FindingID, f.BisectionID, "bisect: 3 of ~9 commits measured"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("overview: no %q in\n%s", w, text)
+		}
+	}
+	// The running job's progress arrives live from its event stream.
+	if _, err := st.AppendEvent(context.Background(), itoa(f.Running), "sample",
+		[]byte(`{"message": "sample 4 of 10 of 0a07fc4012"}`)); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, chromedp.WaitReady(css(`#running .live-job`)))
+	live := value(t, b, chromedp.Poll[string](`(() => { const t = document.querySelector("#running .live-job").textContent;
+		return t.startsWith("sample:") ? t : null; })()`))
+	if live != "sample: sample 4 of 10 of 0a07fc4012" {
+		t.Errorf("the running job shows %q", live)
+	}
+	b.screenshot(t, "overview")
+	b.noErrors(t, "overview")
+
+	// The series chart: hover a night, read the tooltip, click it.
+	b.do(t, chromedp.Navigate(ts.URL+seriesPath(f)), chromedp.WaitVisible(css("#chart canvas")))
+	for _, i := range []int{3, f.Step} {
+		pos := chartPoint(t, b, "pgbChart", i)
+		b.do(t, chromedp.MouseEvent(chromedp.MouseMoved, pos.X, pos.Y),
+			chromedp.WaitReady(css(fmt.Sprintf(`#hover[data-index="%d"]`, i))))
+		text := value(t, b, chromedp.Text(css("#hover")))
+		n := f.Nights[i]
+		if !strings.Contains(text, "commit "+short(n.Commit)) || !strings.Contains(text, n.Started.Format("2006-01-02")) ||
+			!strings.Contains(text, "median") || !strings.Contains(text, "spread") {
+			t.Errorf("hovering night %d shows %q, want its commit %s, date, median and spread", i, text, short(n.Commit))
+		}
+		if i == f.Step {
+			b.screenshot(t, "series")
+			b.do(t, chromedp.MouseClickXY(pos.X, pos.Y), chromedp.WaitVisible(css("table.samples")))
+			if h1, want := value(t, b, chromedp.Text(css("h1"))), fmt.Sprintf("Nightly run %d", n.ID); h1 != want {
+				t.Errorf("clicking night %d opened %q, want %q", i, h1, want)
+			}
+		}
+	}
+	b.noErrors(t, "series")
+
+	b.do(t, chromedp.Navigate(ts.URL+"/findings/"+f.FindingID), chromedp.WaitVisible(css("#report img")))
+	if !value(t, b, chromedp.Poll[bool](`[...document.querySelectorAll("#report img")].every(i => i.complete) &&
+		[...document.querySelectorAll("#report img")].every(i => i.naturalWidth > 0)`)) {
+		t.Error("finding: a plot did not load")
+	}
+	if href := value(t, b, chromedp.AttributeValue(css("#issues a"), "href")); href.Value != f.IssueURL {
+		t.Errorf("finding links to %q, want the issue %s", href.Value, f.IssueURL)
+	}
+	b.screenshot(t, "finding")
+	b.noErrors(t, "finding")
+
+	b.do(t, chromedp.Navigate(ts.URL+"/commits/"+f.Nights[0].Commit), chromedp.WaitVisible(css("table.samples")))
+	b.noErrors(t, "commit")
+
+	// A 404 is a page (the browser logs the failed load, as expected).
+	b.do(t, chromedp.Navigate(ts.URL+"/findings/nope"))
+	if text := value(t, b, chromedp.Text(css("#error"))); !strings.Contains(text, "finding nope") {
+		t.Errorf("404 page says %q", text)
+	}
+}
+
+// TestBrowserBisectionLive opens the page of a bisection paused mid-way,
+// lets it continue in another goroutine through a store of its own (as the
+// daemon's process would), and watches the page follow it to its culprit
+// over server-sent events.
+func TestBrowserBisectionLive(t *testing.T) {
+	ts, st := newTestServer(t)
+	b := newBrowser(t)
+
+	// The job runs on its own connection pool, as another process would.
+	other, err := store.Open(context.Background(), store.Config{URL: st.Cluster().URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	job := newSimBisection(t, other, "live", 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- job.run(ctx) }()
+	select {
+	case <-job.paused:
+	case err := <-done:
+		t.Fatalf("the bisection ended before pausing: %v", err)
+	}
+
+	id := job.state.ID
+	b.do(t, chromedp.Navigate(ts.URL+"/bisections/"+id), chromedp.WaitVisible(css("#bchart canvas")))
+	value(t, b, chromedp.Poll[bool](`document.getElementById("stream").textContent === "live"`))
+	before := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#events li").length`))
+	if phase := value(t, b, chromedp.AttributeValue(css("#phase"), "data-phase")); phase.Value == "done" || before == 0 {
+		t.Fatalf("before resuming: phase %q, %d events", phase.Value, before)
+	}
+	b.screenshot(t, "bisection-paused")
+
+	close(job.resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the page shows the state after the job's last event, so
+	// no reload replaces what is read next.
+	evs, err := st.Events(context.Background(), id, 0, 0)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("the job's events: %d, %v", len(evs), err)
+	}
+	b.do(t, chromedp.WaitReady(css(fmt.Sprintf(`#live[data-loaded="%d"]`, evs[len(evs)-1].Seq))),
+		chromedp.WaitReady(css(`#phase[data-phase="done"]`)))
+	after := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#events li").length`))
+	if after <= before {
+		t.Errorf("events listed: %d before, %d after the bisection finished", before, after)
+	}
+	culprit := value(t, b, chromedp.Text(css(`#commits tr.role-culprit td:nth-child(2)`)))
+	if want := short(job.culprit()); culprit != want {
+		t.Errorf("the page names culprit %q, want %s", culprit, want)
+	}
+	// Hovering the bisection chart names a commit.
+	pos := chartPoint(t, b, "pgbBisectionChart", 0)
+	b.do(t, chromedp.MouseEvent(chromedp.MouseMoved, pos.X, pos.Y), chromedp.WaitReady(css(`#bhover[data-commit]`)))
+	if hover := value(t, b, chromedp.Text(css("#bhover"))); !strings.Contains(hover, short(job.hist.Commits[0].Hash)) {
+		t.Errorf("hovering the first measured commit shows %q", hover)
+	}
+	b.screenshot(t, "bisection-done")
+	b.noErrors(t, "bisection")
+}

@@ -1,0 +1,194 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// machine is one recorded environment as the overview lists it.
+type machine struct {
+	ID      int64
+	Name    string // host, or the environment id
+	Detail  string // cpu, cores, kernel when recorded
+	Samples int64
+	Last    time.Time
+}
+
+// machineOf summarises an environment. Its JSON belongs to package bench;
+// only a few well-known keys are looked at, and an unknown shape still
+// lists the machine.
+func machineOf(m store.Machine) machine {
+	var info map[string]any
+	json.Unmarshal(m.Info, &info) //nolint:errcheck // an unknown shape shows as the id
+	out := machine{ID: m.EnvironmentID, Name: fmt.Sprintf("environment %d", m.EnvironmentID), Samples: m.Samples, Last: m.Last}
+	if h, ok := info["host"].(string); ok && h != "" {
+		out.Name = h
+	}
+	var parts []string
+	for _, k := range []string{"cpu", "cores", "memory_mb", "kernel", "governor"} {
+		if v, ok := info[k]; ok && fmt.Sprint(v) != "" {
+			parts = append(parts, fmt.Sprintf("%s %v", strings.ReplaceAll(k, "_", " "), v))
+		}
+	}
+	out.Detail = strings.Join(parts, ", ")
+	return out
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	var d struct {
+		Machines   []machine
+		Running    []store.Job
+		Queue      []store.Job
+		Bisections []store.BisectionInfo
+		Findings   []store.Finding
+		Nights     []store.NightlyRun
+	}
+	ms, err := s.st.Machines(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	for _, m := range ms {
+		d.Machines = append(d.Machines, machineOf(m))
+	}
+	jobs, err := s.st.Jobs(ctx, store.JobRunning, store.JobQueued)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	for _, j := range jobs {
+		if j.Status == store.JobRunning {
+			d.Running = append(d.Running, j)
+		} else {
+			d.Queue = append(d.Queue, j)
+		}
+	}
+	if d.Bisections, err = s.st.Bisections(ctx); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.Bisections = d.Bisections[:min(len(d.Bisections), 10)]
+	if d.Findings, err = s.st.Findings(ctx); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.Findings = d.Findings[:min(len(d.Findings), 10)]
+	if d.Nights, err = s.st.NightlyRuns(ctx, 10); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "overview", "pgbisect", d)
+}
+
+// night shows one nightly run: its samples (those of one series first when
+// the link came from a chart) and the builds they ran on.
+func (s *Server) night(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no nightly run %q: ids are numbers", r.PathValue("id")))
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	run, err := s.st.NightlyRun(ctx, id)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	samples, err := s.st.Samples(ctx, store.SampleQuery{NightlyID: id, AnyPoint: true})
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	q := r.URL.Query()
+	sc, me, pt := q.Get("scenario"), q.Get("metric"), q.Get("point")
+	focus := func(sm store.Sample) bool { return sc != "" && sm.Scenario == sc && sm.Metric == me && sm.Point == pt }
+	slices.SortStableFunc(samples, func(a, b store.Sample) int {
+		if fa, fb := focus(a), focus(b); fa != fb {
+			if fa {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	builds, err := s.buildsOf(r, samples)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "night", fmt.Sprintf("Nightly run %d", id), struct {
+		Run     store.NightlyRun
+		Samples []store.Sample
+		Builds  []store.Build
+		Focus   string
+	}{run, samples, builds, strings.TrimSpace(sc + " " + pt + " " + me)})
+}
+
+// buildsOf reads the builds the samples ran on, in order of appearance.
+func (s *Server) buildsOf(r *http.Request, samples []store.Sample) ([]store.Build, error) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	var out []store.Build
+	seen := map[string]bool{}
+	for _, sm := range samples {
+		if seen[sm.BuildKey] {
+			continue
+		}
+		seen[sm.BuildKey] = true
+		b, err := s.st.Build(ctx, sm.BuildKey)
+		if err != nil {
+			// A sample's build may have been recorded elsewhere.
+			out = append(out, store.Build{Key: sm.BuildKey, Commit: sm.Commit, Status: "not recorded"})
+			continue
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// commit shows every measurement of one commit.
+func (s *Server) commit(w http.ResponseWriter, r *http.Request) {
+	hash := r.PathValue("hash")
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	samples, err := s.st.Samples(ctx, store.SampleQuery{Commit: hash, AnyPoint: true})
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(samples) == 0 {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no measurement of commit %q (commit pages take the full hash)", hash))
+		return
+	}
+	builds, err := s.buildsOf(r, samples)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "commit", "Commit "+short(hash), struct {
+		Hash    string
+		Samples []store.Sample
+		Builds  []store.Build
+	}{hash, samples, builds})
+}
+
+func (s *Server) bisections(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	bs, err := s.st.Bisections(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "bisections", "Bisections", bs)
+}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The read queries of the dashboard (package internal/web): lists and
+// counts over the other tables that no other reader needs.
+
+// SeriesKey names one nightly series: a scenario, metric and point with at
+// least one nightly sample of the night's own commit.
+type SeriesKey struct {
+	Scenario string
+	Metric   string
+	Point    string
+	// Nights is how many nightly runs measured it; Last is when the latest
+	// of them started.
+	Nights int
+	Last   time.Time
+}
+
+// SeriesKeys lists the nightly series on branch ("" for every branch),
+// ordered by scenario, metric and point.
+func (s *Store) SeriesKeys(ctx context.Context, branch string) ([]SeriesKey, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT s.scenario, s.metric, s.point, count(DISTINCT n.id), max(n.started_at)
+		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
+		WHERE $1 = '' OR n.branch = $1
+		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, branch)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nightly series: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SeriesKey, error) {
+		var k SeriesKey
+		err := row.Scan(&k.Scenario, &k.Metric, &k.Point, &k.Nights, &k.Last)
+		return k, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the nightly series: %w", err)
+	}
+	return out, nil
+}
+
+const nightlyColumns = "id, branch, commit, status, detail, started_at, finished_at"
+
+func scanNightly(row pgx.Row) (NightlyRun, error) {
+	var r NightlyRun
+	var finished *time.Time
+	err := row.Scan(&r.ID, &r.Branch, &r.Commit, &r.Status, &r.Detail, &r.Started, &finished)
+	r.Finished = nullTime(finished)
+	return r, err
+}
+
+// NightlyRun returns nightly run id, or an error wrapping ErrNotFound.
+func (s *Store) NightlyRun(ctx context.Context, id int64) (NightlyRun, error) {
+	r, err := scanNightly(s.db.QueryRow(ctx, "SELECT "+nightlyColumns+" FROM nightly_runs WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("nightly run %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("reading nightly run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// NightlyRuns returns the latest limit nightly runs of every branch, newest
+// first.
+func (s *Store) NightlyRuns(ctx context.Context, limit int) ([]NightlyRun, error) {
+	rows, err := s.db.Query(ctx, "SELECT "+nightlyColumns+" FROM nightly_runs ORDER BY started_at DESC, id DESC LIMIT $1", limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing nightly runs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (NightlyRun, error) { return scanNightly(row) })
+	if err != nil {
+		return nil, fmt.Errorf("listing nightly runs: %w", err)
+	}
+	return out, nil
+}
+
+// Machine is one recorded environment (a machine with its settings) and
+// how much was measured on it.
+type Machine struct {
+	EnvironmentID int64
+	// Info is the environment as package bench records it (opaque).
+	Info    json.RawMessage
+	Samples int64
+	// Last is when its latest sample was taken; zero when it has none.
+	Last time.Time
+}
+
+// Machines lists the recorded environments, the most recently used first.
+func (s *Store) Machines(ctx context.Context) ([]Machine, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT e.id, e.info, count(s.id), max(s.taken_at)
+		FROM environments e LEFT JOIN samples s ON s.environment_id = e.id
+		GROUP BY e.id ORDER BY max(s.taken_at) DESC NULLS LAST, e.id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Machine, error) {
+		var m Machine
+		var last *time.Time
+		err := row.Scan(&m.EnvironmentID, &m.Info, &m.Samples, &last)
+		m.Last = nullTime(last)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	return out, nil
+}
+
+// Counts are the totals a monitoring scrape reports.
+type Counts struct {
+	// Jobs counts queue jobs by status; Builds counts builds by status.
+	Jobs    map[string]int64
+	Builds  map[string]int64
+	Samples int64
+	// Findings counts every finding; Pending those not settled.
+	Findings, Pending int64
+	// LastNightly is when the latest nightly run that finished started;
+	// zero when none has.
+	LastNightly time.Time
+}
+
+// Counts returns the totals, each table read once.
+func (s *Store) Counts(ctx context.Context) (Counts, error) {
+	c := Counts{Jobs: map[string]int64{}, Builds: map[string]int64{}}
+	for _, q := range []struct {
+		sql string
+		m   map[string]int64
+	}{
+		{"SELECT status, count(*) FROM jobs GROUP BY 1", c.Jobs},
+		{"SELECT status, count(*) FROM builds GROUP BY 1", c.Builds},
+	} {
+		rows, err := s.db.Query(ctx, q.sql)
+		if err != nil {
+			return c, fmt.Errorf("counting: %w", err)
+		}
+		for rows.Next() {
+			var k string
+			var n int64
+			if err := rows.Scan(&k, &n); err != nil {
+				rows.Close()
+				return c, fmt.Errorf("counting: %w", err)
+			}
+			q.m[k] = n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return c, fmt.Errorf("counting: %w", err)
+		}
+	}
+	var last *time.Time
+	err := s.db.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM samples), (SELECT count(*) FROM findings),
+			(SELECT count(*) FROM findings WHERE settled_at IS NULL),
+			(SELECT max(started_at) FROM nightly_runs WHERE finished_at IS NOT NULL)`).
+		Scan(&c.Samples, &c.Findings, &c.Pending, &last)
+	if err != nil {
+		return c, fmt.Errorf("counting: %w", err)
+	}
+	c.LastNightly = nullTime(last)
+	return c, nil
+}
+
+// BisectionRecord returns the state (as saved) and status of bisection id,
+// for pages that show both, or an error wrapping ErrNotFound.
+func (s *Store) BisectionRecord(ctx context.Context, id string) (json.RawMessage, string, error) {
+	var state json.RawMessage
+	var status string
+	err := s.db.QueryRow(ctx, "SELECT state, status FROM bisections WHERE id = $1", id).Scan(&state, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", fmt.Errorf("bisection %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("loading bisection %s: %w", id, err)
+	}
+	return state, status, nil
+}
