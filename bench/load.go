@@ -98,7 +98,7 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
 	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
-	"interval", "record"}
+	"interval", "record", "os", "readahead_kb", "scheduler", "vm"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -158,6 +158,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	}
 	if s.Stats.StartSamples < 0 || s.Stats.Batch < 0 || s.Stats.MaxSamples < 0 {
 		return errAt("$.stats", "start_samples, batch and max_samples must be 0 (the default) or more")
+	}
+	if err := s.OS.validate(); err != nil {
+		return err
 	}
 	if s.Warmup < 0 {
 		return errAt("$.warmup", "warmup must be 0 or more runs")

@@ -109,6 +109,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	if !r.staleRemoved {
 		removeStale(r.StateDir)
+		if err := hostSys.restoreOS(r.osRestoreFile()); err != nil {
+			return nil, fmt.Errorf("putting back the OS settings an interrupted sample changed: %w", err)
+		}
 		r.staleRemoved = true
 	}
 	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
@@ -126,6 +129,19 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	u, err := r.user()
 	if err != nil {
 		return nil, err
+	}
+	if !sc.OS.Empty() {
+		changed, err := hostSys.applyOS(r.StateDir, sc.OS, r.osRestoreFile())
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := hostSys.undo(changed); err != nil {
+				r.log().Warn("putting back OS settings", slog.String("err", err.Error()))
+				return
+			}
+			os.Remove(r.osRestoreFile())
+		}()
 	}
 
 	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}
@@ -435,6 +451,10 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// osRestoreFile records the kernel settings a sample changed for its
+// scenario's os: section until they are put back.
+func (r *Runner) osRestoreFile() string { return filepath.Join(r.StateDir, "os-restore.json") }
 
 func (r *Runner) user() (*proc.User, error) {
 	if !proc.IsRoot() {

@@ -59,6 +59,11 @@ type Scenario struct {
 	// DropCaches drops the OS page cache before each sample's workload
 	// (needs root; a warning otherwise). Default: false.
 	DropCaches bool `yaml:"drop_caches"`
+	// OS sets kernel settings for each sample (readahead and I/O scheduler
+	// of the data directory's device, vm.dirty_*) and puts them back
+	// afterwards; needs root. Every sample records them either way.
+	// Default: none.
+	OS OSSpec `yaml:"os"`
 	// Warmup is the number of unrecorded workload runs before the measured
 	// one in each sample. Default: 0.
 	Warmup   int      `yaml:"warmup"`
