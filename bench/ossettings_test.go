@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -262,5 +263,89 @@ metrics:
 	}
 	if _, err := os.Stat(r.osRestoreFile()); !os.IsNotExist(err) {
 		t.Errorf("restore record left behind: %v", err)
+	}
+}
+
+// TestWarmLifecycle keeps one running server per target across
+// interleaved samples, checkpoints between samples, and an A/A comparison
+// of two warm servers of the same build is "same".
+func TestWarmLifecycle(t *testing.T) {
+	bin := pgBin(t)
+	r, _ := newTestRunner(t)
+	ctx := context.Background()
+	defer r.Close(ctx)
+	sc, err := Load([]byte(`lifecycle: warm
+setup:
+  - sql: CREATE TABLE t AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 200000) g
+  - sql: VACUUM (FREEZE, ANALYZE) t
+workload:
+  - {name: scan, sql: "SELECT count(*) FROM t WHERE s LIKE '%ab%'"}
+  - {name: started, sql: "SELECT extract(epoch FROM pg_postmaster_start_time())"}
+  - {name: checkpoints, sql: "SELECT checkpoints_req FROM pg_stat_bgwriter"}
+metrics:
+  - {name: scan, step: scan, value: elapsed, unit: ms}
+  - {name: started, step: started, value: scalar, record: true, direction: lower}
+  - {name: checkpoints, step: checkpoints, value: scalar, record: true, direction: lower}
+`), "warm.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Between) != 1 || sc.Between[0].SQL != "CHECKPOINT" {
+		t.Fatalf("default between steps: %+v", sc.Between)
+	}
+	targets := []Target{{Name: "A", BinDir: bin}, {Name: "B", BinDir: bin}}
+	th := stats.DefaultThresholds
+	th.MinEffect = 0.10 // a 50 ms query on a shared 2-core machine
+	th.StartSamples, th.Batch, th.MaxSamples = 10, 10, 60
+	samples := map[string][]Sample{}
+	values := func(name string) []float64 {
+		var v []float64
+		for _, s := range samples[name] {
+			v = append(v, s.Values["scan"])
+		}
+		return v
+	}
+	var c stats.Comparison
+	for n := 10; n <= 60; n += 10 {
+		err := Interleave(ctx, r, sc, targets, Point{}, InterleaveOrder(2, 10), func(s Sample) error {
+			samples[s.Target] = append(samples[s.Target], s)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c = stats.Compare(values("A"), values("B"), stats.LowerIsBetter, th); c.Verdict.Decided() {
+			break
+		}
+	}
+	t.Logf("A %.0f\nB %.0f", values("A"), values("B"))
+	if c.Verdict != stats.Same {
+		t.Errorf("warm A/A comparison: %v %+.1f%% [%+.1f%%, %+.1f%%] (n=%d+%d), want same", c.Verdict,
+			100*c.Change(), 100*(c.Lo-1), 100*(c.Hi-1), len(values("A")), len(values("B")))
+	}
+	for _, name := range []string{"A", "B"} {
+		ss := samples[name]
+		for i, s := range ss {
+			if s.Values["started"] != ss[0].Values["started"] {
+				t.Errorf("%s sample %d ran on a server started at %v, the first on one started at %v: the warm server was restarted", name, i, s.Values["started"], ss[0].Values["started"])
+				break
+			}
+			if i > 0 && s.Values["checkpoints"] <= ss[i-1].Values["checkpoints"] {
+				t.Errorf("%s sample %d: no checkpoint since the sample before (%v, then %v)", name, i, ss[i-1].Values["checkpoints"], s.Values["checkpoints"])
+				break
+			}
+		}
+	}
+	if samples["A"][0].Values["started"] == samples["B"][0].Values["started"] {
+		t.Error("A and B share one server")
+	}
+	for y, want := range map[string]string{
+		"lifecycle: warm\ndrop_caches: true\n": "drop_caches restarts the server before every sample, which lifecycle warm keeps running",
+		"between: [{sql: CHECKPOINT}]\n":       "between steps run on a warm server between samples: set lifecycle: warm",
+	} {
+		_, err := Load([]byte(y+"workload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n"), "w.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", y, err, want)
+		}
 	}
 }
