@@ -50,6 +50,11 @@ func (r *Runner) Check(ctx context.Context, sc *Scenario, targets []Target, pt P
 	if err != nil {
 		return err
 	}
+	if !sc.OS.Empty() {
+		if _, err := hostSys.planOS(r.StateDir, sc.OS); err != nil {
+			return err
+		}
+	}
 	own := map[string]string{"port": "5432", "listen_addresses": "", "unix_socket_directories": "/tmp"}
 	for _, t := range targets {
 		exp, err := sc.expand(pt, placeholderRuntime)

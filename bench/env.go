@@ -23,6 +23,10 @@ type Environment struct {
 	THP         string     `json:"thp"`        // transparent huge pages mode
 	Filesystem  string     `json:"filesystem"` // of the data directory
 	LoadAvg     [3]float64 `json:"load_avg"`   // 1, 5 and 15 minutes, at the sample's start
+	// OS holds the kernel settings that shape I/O and CPU behaviour
+	// (readahead, I/O scheduler, vm.dirty_*, SMT, boost), where the
+	// machine has them.
+	OS OSSettings `json:"os"`
 	// Busy is set when the load average says other work competes for the
 	// CPUs; such samples are noisy.
 	Busy bool `json:"busy"`
@@ -48,6 +52,11 @@ func Fingerprint(ctx context.Context, dataDir string) Environment {
 	}
 	e.MemoryBytes = memTotal()
 	e.Filesystem = filesystemOf(dataDir)
+	if dataDir != "" {
+		e.OS = hostSys.readOS(dataDir)
+	} else {
+		e.OS = hostSys.readOS("/")
+	}
 	if f := strings.Fields(firstLine("/proc/loadavg")); len(f) >= 3 {
 		for i := 0; i < 3; i++ {
 			e.LoadAvg[i], _ = strconv.ParseFloat(f[i], 64)

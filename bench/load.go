@@ -98,7 +98,7 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
 	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
-	"interval", "record"}
+	"interval", "record", "os", "readahead_kb", "scheduler", "vm", "between"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -144,8 +144,18 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	case "":
 		s.Lifecycle = Fresh
 	case Fresh, Restart:
+	case Warm:
+		if s.DropCaches {
+			return errAt("$.drop_caches", "drop_caches restarts the server before every sample, which lifecycle warm keeps running: use lifecycle restart, or drop_caches on the workload steps that should read cold")
+		}
+		if len(s.Between) == 0 {
+			s.Between = []Step{{Name: "checkpoint", SQL: "CHECKPOINT"}}
+		}
 	default:
-		return errAt("$.lifecycle", "lifecycle %q: use fresh (initdb for every sample) or restart (one cluster, restarted for every sample)", s.Lifecycle)
+		return errAt("$.lifecycle", "lifecycle %q: use fresh (initdb for every sample), restart (one cluster, restarted for every sample) or warm (one running server, a checkpoint between samples)", s.Lifecycle)
+	}
+	if len(s.Between) > 0 && s.Lifecycle != Warm {
+		return errAt("$.between", "between steps run on a warm server between samples: set lifecycle: warm, or move them into the workload")
 	}
 	if a := s.Stats.Alpha; a < 0 || a >= 0.5 {
 		return errAt("$.stats.alpha", "alpha %g is out of range: use a small probability such as 0.01", a)
@@ -158,6 +168,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	}
 	if s.Stats.StartSamples < 0 || s.Stats.Batch < 0 || s.Stats.MaxSamples < 0 {
 		return errAt("$.stats", "start_samples, batch and max_samples must be 0 (the default) or more")
+	}
+	if err := s.OS.validate(); err != nil {
+		return err
 	}
 	if s.Warmup < 0 {
 		return errAt("$.warmup", "warmup must be 0 or more runs")
@@ -181,7 +194,7 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	for _, ph := range []struct {
 		name  string
 		steps []Step
-	}{{"setup", s.Setup}, {"workload", s.Workload}} {
+	}{{"setup", s.Setup}, {"between", s.Between}, {"workload", s.Workload}} {
 		for i := range ph.steps {
 			st := &ph.steps[i]
 			path := fmt.Sprintf("$.%s[%d]", ph.name, i)

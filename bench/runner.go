@@ -55,7 +55,10 @@ type Sample struct {
 // "restart" the Runner keeps one cluster per scenario, target and point:
 // initdb and setup run when the first sample of that key needs it, and
 // every sample starts the server, runs the workload and stops it again.
-// Kept clusters are therefore stopped between samples, so interleaving
+// With "warm" the kept cluster's server stays up between samples and the
+// scenario's between steps (a CHECKPOINT by default) run before each
+// sample; interleaved targets then have a server each, idle while another
+// is measured. Restart clusters are stopped between samples, so interleaving
 // targets (A B B A) keeps several data directories on disk but never two
 // idle servers in memory competing with the one being measured; at most
 // MaxKept are kept (least recently used removed first) so a long bisection
@@ -109,6 +112,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	if !r.staleRemoved {
 		removeStale(r.StateDir)
+		if err := hostSys.restoreOS(r.osRestoreFile()); err != nil {
+			return nil, fmt.Errorf("putting back the OS settings an interrupted sample changed: %w", err)
+		}
 		r.staleRemoved = true
 	}
 	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
@@ -127,6 +133,19 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if err != nil {
 		return nil, err
 	}
+	if !sc.OS.Empty() {
+		changed, err := hostSys.applyOS(r.StateDir, sc.OS, r.osRestoreFile())
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := hostSys.undo(changed); err != nil {
+				r.log().Warn("putting back OS settings", slog.String("err", err.Error()))
+				return
+			}
+			os.Remove(r.osRestoreFile())
+		}()
+	}
 
 	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}
 	label := t.Name
@@ -143,7 +162,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if c == nil {
 			return
 		}
-		if ok && sc.Lifecycle == Restart {
+		if ok && (sc.Lifecycle == Restart || sc.Lifecycle == Warm) {
 			if r.kept == nil {
 				r.kept = map[string]*cluster{}
 			}
@@ -229,8 +248,15 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fail("start", err)
 		}
-	} else if !r.noSync {
-		syscall.Sync()
+	} else {
+		if sc.Lifecycle == Warm {
+			if _, err := r.phase(ctx, env, "between", exp.between, sc.Timeouts.Setup, label); err != nil {
+				return nil, fail("between", err)
+			}
+		}
+		if !r.noSync {
+			syscall.Sync()
+		}
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
 	s.Env.BuildOptions = t.BuildOptions
@@ -256,8 +282,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if err := c.serverInfo(ctx, &s.Env); err != nil {
 		return nil, fail("settings", fmt.Errorf("reading server settings: %w", err))
 	}
-	if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
-		return nil, fail("stop", err)
+	if sc.Lifecycle != Warm {
+		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
+			return nil, fail("stop", err)
+		}
 	}
 	// A server process that crashed and was restarted (crash recovery) may
 	// leave the workload none the wiser, but the sample measured recovery.
@@ -309,7 +337,7 @@ func missingHint(value string, res stepResult) string {
 // phase runs steps in one session and returns each step's result by name.
 func (r *Runner) phase(ctx context.Context, env *stepEnv, name string, steps []Step, timeout time.Duration, label string) (map[string]stepResult, error) {
 	key := "setup"
-	if name != "setup" {
+	if name != "setup" && name != "between" {
 		key = "workload" // warm-up runs are workload runs
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s timed out after %s (raise timeouts.%s in the scenario)", name, timeout, key))
@@ -435,6 +463,10 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// osRestoreFile records the kernel settings a sample changed for its
+// scenario's os: section until they are put back.
+func (r *Runner) osRestoreFile() string { return filepath.Join(r.StateDir, "os-restore.json") }
 
 func (r *Runner) user() (*proc.User, error) {
 	if !proc.IsRoot() {

@@ -32,6 +32,12 @@ const (
 	// once, and each sample starts the server, runs the workload and stops
 	// it again.
 	Restart = "restart"
+	// Warm keeps one running server per target and point across samples,
+	// as a developer measuring a stable server does: initdb and setup run
+	// once, and before each sample the Between steps (default: CHECKPOINT)
+	// run on it. Samples stay interleaved: every target's server is up,
+	// but only one is loaded at a time.
+	Warm = "warm"
 )
 
 // Scenario is a parsed and validated scenario file. Its exported fields
@@ -54,21 +60,31 @@ type Scenario struct {
 	// version satisfies them, in file order; a null value leaves a
 	// setting out. See docs/scenarios.md. Default: none.
 	SettingsByVersion yaml.MapSlice `yaml:"settings_by_version"`
-	// Lifecycle is Fresh or Restart. Default: fresh.
+	// Lifecycle is Fresh, Restart or Warm. Default: fresh.
 	Lifecycle string `yaml:"lifecycle"`
 	// DropCaches drops the OS page cache before each sample's workload
 	// (needs root; a warning otherwise). Default: false.
 	DropCaches bool `yaml:"drop_caches"`
+	// OS sets kernel settings for each sample (readahead and I/O scheduler
+	// of the data directory's device, vm.dirty_*) and puts them back
+	// afterwards; needs root. Every sample records them either way.
+	// Default: none.
+	OS OSSpec `yaml:"os"`
 	// Warmup is the number of unrecorded workload runs before the measured
 	// one in each sample. Default: 0.
 	Warmup   int      `yaml:"warmup"`
 	Timeouts Timeouts `yaml:"timeouts"`
 	// Matrix maps variables to the values swept; its points are the cross
 	// product, the last variable varying fastest.
-	Matrix   yaml.MapSlice `yaml:"matrix"`
-	Setup    []Step        `yaml:"setup"`
-	Workload []Step        `yaml:"workload"`
-	Metrics  []MetricDef   `yaml:"metrics"`
+	Matrix yaml.MapSlice `yaml:"matrix"`
+	Setup  []Step        `yaml:"setup"`
+	// Between are steps run on a warm server before every sample's
+	// workload, the first included (lifecycle warm only). Default: one
+	// CHECKPOINT, so no sample inherits the dirty buffers of the one
+	// before it.
+	Between  []Step      `yaml:"between"`
+	Workload []Step      `yaml:"workload"`
+	Metrics  []MetricDef `yaml:"metrics"`
 	// Stats overrides the statistical thresholds of the config file for
 	// this scenario (alpha, confidence, min_effect, start_samples, batch,
 	// max_samples, max_time); command-line flags override it in turn.

@@ -21,7 +21,7 @@ func (s *Scenario) templates(visit func(path string, text *string)) {
 	for _, ph := range []struct {
 		name  string
 		steps []Step
-	}{{"setup", s.Setup}, {"workload", s.Workload}} {
+	}{{"setup", s.Setup}, {"between", s.Between}, {"workload", s.Workload}} {
 		for i := range ph.steps {
 			st := &ph.steps[i]
 			p := fmt.Sprintf("$.%s[%d]", ph.name, i)
@@ -194,6 +194,7 @@ func (s *Scenario) expand(pt Point, runtime map[string]string) (*expanded, error
 	c.Initdb = slices.Clone(s.Initdb)
 	c.Setup = cloneSteps(s.Setup)
 	c.Workload = cloneSteps(s.Workload)
+	c.Between = cloneSteps(s.Between)
 	data := s.templateData(pt, runtime)
 	var first error
 	exec := func(path string, text *string) {
@@ -233,7 +234,7 @@ func (s *Scenario) expand(pt Point, runtime map[string]string) (*expanded, error
 	if first != nil {
 		return nil, first
 	}
-	return &expanded{initdb: c.Initdb, settings: settings, byVersion: byVersion, setup: c.Setup, workload: c.Workload}, nil
+	return &expanded{initdb: c.Initdb, settings: settings, byVersion: byVersion, setup: c.Setup, between: c.Between, workload: c.Workload}, nil
 }
 
 type expanded struct {
@@ -241,6 +242,7 @@ type expanded struct {
 	settings  map[string]string
 	byVersion []versionSection // settings_by_version, applied per server
 	setup     []Step
+	between   []Step // before each sample on a warm server
 	workload  []Step
 }
 
