@@ -192,7 +192,6 @@ func (h *fakeIntakeHub) comment(id int64, issue int, user, body string, at time.
 	h.comments = append(h.comments, fakeRepoComment{ID: id, Issue: issue, User: user, Body: body, Updated: at})
 }
 
-
 // memETags is an in-memory ETagCache (the store keeps the real one).
 type memETags struct {
 	mu sync.Mutex
