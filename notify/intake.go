@@ -27,11 +27,13 @@ import (
 
 // Mention is one command addressed to the bot in a comment.
 type Mention struct {
-	CommentID int64     `json:"comment_id"`
-	Issue     int       `json:"issue"` // issue or pull request number
-	User      string    `json:"user"`  // who wrote the comment
-	Updated   time.Time `json:"updated"`
-	URL       string    `json:"url"` // the comment's page
+	CommentID int64 `json:"comment_id"`
+	// Index numbers the commands of one comment from 0.
+	Index   int       `json:"index"`
+	Issue   int       `json:"issue"` // issue or pull request number
+	User    string    `json:"user"`  // who wrote the comment
+	Updated time.Time `json:"updated"`
+	URL     string    `json:"url"` // the comment's page
 	// Line is the command after the handle ("bisect copy-single --good
 	// ..."); Args is Line split as a shell would.
 	Line string   `json:"line"`
@@ -309,8 +311,8 @@ func (in *Intake) Poll(ctx context.Context, since time.Time) ([]Mention, time.Ti
 
 func (in *Intake) mentions(id int64, issue int, user string, updated time.Time, link, body string) []Mention {
 	var out []Mention
-	for _, line := range Commands(body, in.handle) {
-		m := Mention{CommentID: id, Issue: issue, User: user, Updated: updated, URL: link, Line: line}
+	for i, line := range Commands(body, in.handle) {
+		m := Mention{CommentID: id, Index: i, Issue: issue, User: user, Updated: updated, URL: link, Line: line}
 		args, err := SplitArgs(line)
 		if err != nil {
 			m.Err = err.Error()
@@ -396,6 +398,9 @@ func (in *Intake) React(ctx context.Context, commentID int64, content string) er
 	}
 	return nil
 }
+
+// Repo returns owner/name.
+func (in *Intake) Repo() string { return in.owner + "/" + in.repo }
 
 // Reply comments on an issue and returns the comment's ID.
 func (in *Intake) Reply(ctx context.Context, issue int, body string) (int64, error) {
