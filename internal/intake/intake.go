@@ -1,0 +1,232 @@
+// Package intake acts on requests made to the bot in GitHub comments: it
+// reads them (notify.Intake, by polling or from a webhook), checks who may
+// ask, parses them with the command line's rules, queues each job exactly
+// once (store.TakeCommand records the comment in the transaction that
+// queues it) and answers in the same thread.
+//
+// What a command means is the caller's: Options.Parse turns the words after
+// the handle into a Request, Options.Queue queues it, Options.Answer runs
+// the commands that only answer (status, cancel).
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// Request is a parsed command.
+type Request struct {
+	// Kind is the command ("bisect", "compare", "status", "cancel").
+	Kind string
+	// Body is the typed request, as JSON, for the queue.
+	Body json.RawMessage
+	// Summary says in one line what will run, for the reply.
+	Summary string
+	// AnswerOnly marks commands that queue nothing (status, cancel).
+	AnswerOnly bool
+}
+
+// Options configure a Dispatcher. Intake, Store, Parse and Queue are
+// required.
+type Options struct {
+	Intake *notify.Intake
+	Store  *store.Store
+	// Parse turns a command's words into a request, with the command
+	// line's rules. Its error is the reply: it should name the mistake and
+	// suggest the fix ("did you mean copy-single?").
+	Parse func(args []string) (Request, error)
+	// Queue queues req's job in tx, the transaction that records the
+	// comment, and returns the job's id.
+	Queue func(ctx context.Context, tx pgx.Tx, req Request, requestedBy string) (string, error)
+	// Answer runs an answer-only request and returns the reply.
+	Answer func(ctx context.Context, req Request, requestedBy string) (string, error)
+	// DashboardURL, when set, is where `pgbisect serve` is reachable; the
+	// reply links the job's page (DashboardURL/jobs/ID).
+	DashboardURL string
+	// RateLimit is how many jobs one user may queue per RateWindow.
+	// Default: 10 per 24 hours.
+	RateLimit  int
+	RateWindow time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// Dispatcher acts on the commands of one repository.
+type Dispatcher struct{ o Options }
+
+// New returns a Dispatcher.
+func New(o Options) (*Dispatcher, error) {
+	if o.Intake == nil || o.Store == nil || o.Parse == nil || o.Queue == nil {
+		return nil, errors.New("intake: Intake, Store, Parse and Queue are required")
+	}
+	if o.RateLimit <= 0 {
+		o.RateLimit = 10
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	o.DashboardURL = strings.TrimSuffix(o.DashboardURL, "/")
+	return &Dispatcher{o: o}, nil
+}
+
+// Poll reads the comments made or edited since the last poll and acts on
+// their commands. The cursor moves only after every command was handled,
+// so a crash or an error in between loses nothing: the next poll sees the
+// same comments again, and the record of handled commands keeps each from
+// being acted on twice.
+func (d *Dispatcher) Poll(ctx context.Context) (acted int, err error) {
+	repo := d.o.Intake.Repo()
+	since, err := d.o.Store.CommentCursor(ctx, repo)
+	if err != nil {
+		return 0, err
+	}
+	ms, next, err := d.o.Intake.Poll(ctx, since)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		did, err := d.Handle(ctx, m)
+		if err != nil {
+			return acted, err
+		}
+		if did {
+			acted++
+		}
+	}
+	return acted, d.o.Store.SetCommentCursor(ctx, repo, next)
+}
+
+// Webhook is the http.Handler of GitHub's issue_comment webhook: it checks
+// the signature against secret, ignores a replayed delivery, and acts on
+// the comment's commands.
+func (d *Dispatcher) Webhook(secret []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		delivery, ms, err := d.o.Intake.Webhook(r.Context(), r, secret)
+		if errors.Is(err, notify.ErrBadSignature) {
+			d.o.Log.Warn("webhook delivery with a bad signature", slog.String("remote", r.RemoteAddr))
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if delivery != "" {
+			seen, err := d.o.Store.SeenDelivery(r.Context(), delivery)
+			if err != nil {
+				http.Error(w, "results store unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			if seen {
+				fmt.Fprintln(w, "replayed delivery: nothing to do")
+				return
+			}
+		}
+		for _, m := range ms {
+			if _, err := d.Handle(r.Context(), m); err != nil {
+				// GitHub redelivers on request; polling picks it up too.
+				http.Error(w, "could not act on the command: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintf(w, "%d command(s)\n", len(ms))
+	})
+}
+
+// Handle acts on one command, at most once: it returns false for a
+// command acted on before. An error means nothing was recorded and the
+// command should be tried again (GitHub or the store was unavailable).
+func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error) {
+	cmd := store.GitHubCommand{CommentID: m.CommentID, LineNo: m.Index, Repo: d.o.Intake.Repo(), Issue: m.Issue,
+		Login: m.User, Command: m.Line}
+	answer := func(outcome, reply string) (bool, error) {
+		cmd.Outcome = outcome
+		if _, err := d.o.Store.TakeCommand(ctx, cmd, nil); errors.Is(err, store.ErrCommandSeen) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		d.reply(ctx, m, reply)
+		return true, nil
+	}
+	if m.Err != "" {
+		return answer("error: "+m.Err, fmt.Sprintf("@%s I could not read that command: %s.", m.User, m.Err))
+	}
+	ok, why, err := d.o.Intake.Authorized(ctx, m.User)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return answer("refused: "+why, fmt.Sprintf("@%s sorry, only users with write permission on %s, or listed in the bot's github.allow, can start jobs (you have %s).",
+			m.User, d.o.Intake.Repo(), why))
+	}
+	req, err := d.o.Parse(m.Args)
+	if err != nil {
+		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
+	}
+	if req.AnswerOnly {
+		if d.o.Answer == nil {
+			return answer("error: no answer", fmt.Sprintf("@%s `%s` is not available here.", m.User, req.Kind))
+		}
+		text, err := d.o.Answer(ctx, req, m.User)
+		if err != nil {
+			text = fmt.Sprintf("`%s` failed: %v", req.Kind, err)
+		}
+		return answer("answered", fmt.Sprintf("@%s %s", m.User, text))
+	}
+	n, err := d.o.Store.JobsRequestedSince(ctx, m.User, d.o.Now().Add(-d.o.RateWindow))
+	if err != nil {
+		return false, err
+	}
+	if n >= d.o.RateLimit {
+		return answer("rate limited", fmt.Sprintf("@%s you have queued %d jobs in the last %s, the most one user may: please try again later.",
+			m.User, n, d.o.RateWindow))
+	}
+	cmd.Outcome = "queued"
+	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, error) { return d.o.Queue(ctx, tx, req, m.User) })
+	if errors.Is(err, store.ErrCommandSeen) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	d.o.Log.Info("queued a job from GitHub", slog.String("job", jobID), slog.String("by", m.User), slog.Int("issue", m.Issue))
+	if err := d.o.Intake.React(ctx, m.CommentID, "eyes"); err != nil {
+		d.o.Log.Warn("reacting to a command", slog.String("err", err.Error()))
+	}
+	reply := fmt.Sprintf("@%s queued as job %s: %s.", m.User, jobID, req.Summary)
+	if d.o.DashboardURL != "" {
+		reply += fmt.Sprintf(" Follow it at %s/jobs/%s.", d.o.DashboardURL, jobID)
+	}
+	d.reply(ctx, m, reply)
+	return true, nil
+}
+
+// reply answers in the comment's thread. The command is already recorded:
+// a reply that fails is logged, not retried, so nothing is answered twice.
+func (d *Dispatcher) reply(ctx context.Context, m notify.Mention, body string) {
+	if _, err := d.o.Intake.Reply(ctx, m.Issue, body); err != nil {
+		d.o.Log.Warn("answering a command", slog.Int("issue", m.Issue), slog.String("err", err.Error()))
+	}
+}

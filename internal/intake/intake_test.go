@@ -1,0 +1,199 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/notify/githubtest"
+	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
+)
+
+const token = "ghp_intakeTOKEN"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	storetest.Close()
+	os.Exit(code)
+}
+
+// parse is a small command parser for these tests; pgbisect's own parser
+// uses the command line's rules.
+func parse(args []string) (Request, error) {
+	if len(args) == 0 {
+		return Request{}, errors.New("no command: try `@pgbisect bisect SCENARIO --good A --bad B`")
+	}
+	switch args[0] {
+	case "status":
+		return Request{Kind: "status", AnswerOnly: true}, nil
+	case "bisect":
+		if len(args) < 2 || args[1] != "copy-single" {
+			return Request{}, fmt.Errorf("unknown scenario %q: did you mean copy-single?", strings.Join(args[1:2], ""))
+		}
+		b, _ := json.Marshal(map[string]any{"scenario": args[1], "args": args[2:]})
+		return Request{Kind: "bisect", Body: b, Summary: "bisect " + strings.Join(args[1:], " ")}, nil
+	}
+	return Request{}, fmt.Errorf("unknown command %q: use bisect, compare, status or cancel", args[0])
+}
+
+type fixture struct {
+	hub    *githubtest.Hub
+	st     *store.Store
+	queued []string // job ids, in order
+	fail   error    // the next Queue fails with it
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{hub: githubtest.New(t, token), st: storetest.Store(t)}
+	f.hub.Permissions["andres"] = "write"
+	return f
+}
+
+func (f *fixture) dispatcher(t *testing.T) *Dispatcher {
+	in, err := notify.NewIntake(notify.IntakeOptions{GitHubOptions: notify.GitHubOptions{Repo: "pg/bot", APIURL: f.hub.URL(),
+		Labels: []string{"pgbisect"}, Token: token}, Cache: f.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Intake: in, Store: f.st, Parse: parse, DashboardURL: "http://bench.example.org:8080/",
+		Queue: func(ctx context.Context, tx pgx.Tx, req Request, by string) (string, error) {
+			if err := f.fail; err != nil {
+				f.fail = nil
+				return "", err
+			}
+			var id int64
+			if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", req.Kind, req.Body).Scan(&id); err != nil {
+				return "", err
+			}
+			f.queued = append(f.queued, fmt.Sprint(id))
+			return fmt.Sprint(id), nil
+		},
+		Answer: func(ctx context.Context, req Request, by string) (string, error) { return "idle, 0 jobs queued", nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (f *fixture) replies() string {
+	f.hub.Lock()
+	defer f.hub.Unlock()
+	var out []string
+	for _, b := range f.hub.Replies {
+		out = append(out, b)
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestCommandsFromComments(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	f.hub.Comment(101, 42, "andres", "Looks like COPY got slower.\n@pgbisect bisect copy-single --good A --bad B", t0)
+	f.hub.Comment(102, 42, "stranger", "@pgbisect bisect copy-single --good A --bad B", t0.Add(time.Minute))
+	f.hub.Comment(103, 43, "andres", "@pgbisect bisect copy-singel --good A --bad B\n@pgbisect status\n@pgbisect compare 'x", t0.Add(2*time.Minute))
+
+	// The first poll's queueing fails (the store went away, pgbisect was
+	// killed): nothing is lost, the next poll by a new dispatcher (a
+	// restarted bot) queues it, once.
+	f.fail = errors.New("connection lost")
+	if _, err := f.dispatcher(t).Poll(ctx); err == nil {
+		t.Fatal("a failed queueing was not reported")
+	}
+	d := f.dispatcher(t)
+	acted, err := d.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.queued) != 1 || acted != 5 {
+		t.Fatalf("queued %v, acted on %d commands; want one job and 5 commands", f.queued, acted)
+	}
+	// Polled again, and the same comment delivered by a webhook: nothing
+	// more is queued or answered.
+	before := len(f.hub.Replies)
+	if acted, err := d.Poll(ctx); err != nil || acted != 0 {
+		t.Errorf("second poll acted on %d (%v)", acted, err)
+	}
+	secret := []byte("hook-secret")
+	deliver := func(id string, key []byte) *httptest.ResponseRecorder {
+		body, _ := json.Marshal(map[string]any{"action": "created", "repository": map[string]any{"full_name": "pg/bot"},
+			"issue": map[string]any{"number": 42}, "comment": map[string]any{"id": 101, "user": map[string]any{"login": "andres"},
+				"body": "@pgbisect bisect copy-single --good A --bad B", "updated_at": "2026-11-30T09:00:00Z"}})
+		r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-GitHub-Event", "issue_comment")
+		r.Header.Set("X-GitHub-Delivery", id)
+		mac := hmac.New(sha256.New, key)
+		mac.Write(body)
+		r.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		w := httptest.NewRecorder()
+		d.Webhook(secret).ServeHTTP(w, r)
+		return w
+	}
+	for _, id := range []string{"delivery-1", "delivery-1"} {
+		if w := deliver(id, secret); w.Code != http.StatusOK {
+			t.Errorf("delivery %s: %d %s", id, w.Code, w.Body)
+		}
+	}
+	if w := deliver("delivery-2", []byte("wrong")); w.Code != http.StatusUnauthorized {
+		t.Errorf("bad signature: %d, want 401", w.Code)
+	}
+	if len(f.queued) != 1 || len(f.hub.Replies) != before {
+		t.Errorf("after a repeated poll and two deliveries: jobs %v, %d replies (was %d)", f.queued, len(f.hub.Replies), before)
+	}
+
+	all := f.replies()
+	for _, want := range []string{
+		"@andres queued as job " + f.queued[0] + ": bisect copy-single --good A --bad B. Follow it at http://bench.example.org:8080/jobs/" + f.queued[0] + ".",
+		"@stranger sorry, only users with write permission on pg/bot, or listed in the bot's github.allow, can start jobs (you have read permission on pg/bot).",
+		`@andres unknown scenario "copy-singel": did you mean copy-single?`,
+		"@andres idle, 0 jobs queued",
+		`@andres I could not read that command: unclosed ' in "compare 'x": close the quote.`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no reply %q in:\n%s", want, all)
+		}
+	}
+	if got := strings.Join(f.hub.Reactions, ","); got != "101:eyes" {
+		t.Errorf("reactions %s, want 101:eyes", got)
+	}
+	// The bot's own replies (which the fake lists among the comments)
+	// started nothing: one job, five answers.
+	if len(f.hub.Replies) != 5 {
+		t.Errorf("%d replies, want 5:\n%s", len(f.hub.Replies), all)
+	}
+}
+
+func TestRateLimitPerUser(t *testing.T) {
+	f := newFixture(t)
+	f.hub.Permissions["tomas"] = "admin"
+	ctx := context.Background()
+	d := f.dispatcher(t)
+	d.o.RateLimit = 2
+	t0 := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		f.hub.Comment(int64(200+i), 50, "tomas", "@pgbisect bisect copy-single --good A --bad B", t0.Add(time.Duration(i)*time.Minute))
+	}
+	if _, err := d.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.queued) != 2 || !strings.Contains(f.replies(), "@tomas you have queued 2 jobs in the last 24h0m0s, the most one user may") {
+		t.Errorf("queued %v; replies:\n%s", f.queued, f.replies())
+	}
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestGitHubIntakeRecords(t *testing.T) {
+	s := testStore(t)
+	ctx := context.Background()
+
+	if _, _, ok, err := s.ETag(ctx, "api/repos/pg/bot/issues/comments"); ok || err != nil {
+		t.Fatalf("empty cache: %v %v", ok, err)
+	}
+	for _, e := range []string{`"a"`, `"b"`} {
+		if err := s.PutETag(ctx, "api/repos/pg/bot/issues/comments", e, []byte("[]"+e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if etag, body, ok, err := s.ETag(ctx, "api/repos/pg/bot/issues/comments"); !ok || err != nil || etag != `"b"` || string(body) != `[]"b"` {
+		t.Errorf("ETag = %q %q %v %v", etag, body, ok, err)
+	}
+
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	if c, err := s.CommentCursor(ctx, "pg/bot"); err != nil || !c.IsZero() {
+		t.Fatalf("first cursor %v %v", c, err)
+	}
+	s.SetCommentCursor(ctx, "pg/bot", t0.Add(time.Hour))
+	s.SetCommentCursor(ctx, "pg/bot", t0) // never back
+	if c, _ := s.CommentCursor(ctx, "pg/bot"); !c.Equal(t0.Add(time.Hour)) {
+		t.Errorf("cursor %v, want %v", c, t0.Add(time.Hour))
+	}
+
+	// A command queues its job once, however often it is seen.
+	cmd := GitHubCommand{CommentID: 7, Repo: "pg/bot", Issue: 42, Login: "andres", Command: "bisect x --good A --bad B", Outcome: "queued"}
+	queued := 0
+	queue := func(tx pgx.Tx) (string, error) {
+		queued++
+		var id string
+		err := tx.QueryRow(ctx, "SELECT 'job-' || $1::text", fmt.Sprint(queued)).Scan(&id)
+		return id, err
+	}
+	id, err := s.TakeCommand(ctx, cmd, queue)
+	if err != nil || id != "job-1" {
+		t.Fatalf("first take: %q %v", id, err)
+	}
+	if _, err := s.TakeCommand(ctx, cmd, queue); !errors.Is(err, ErrCommandSeen) || queued != 1 {
+		t.Errorf("second take: %v, queued %d times", err, queued)
+	}
+	// A queueing that fails records nothing: the next poll tries again.
+	failing := GitHubCommand{CommentID: 8, Repo: "pg/bot", Issue: 42, Login: "andres", Command: "compare x A B", Outcome: "queued"}
+	if _, err := s.TakeCommand(ctx, failing, func(pgx.Tx) (string, error) { return "", errors.New("queue down") }); err == nil {
+		t.Error("a failed queueing was not reported")
+	}
+	if _, err := s.TakeCommand(ctx, failing, queue); err != nil {
+		t.Errorf("retry after a failed queueing: %v", err)
+	}
+	// An answer only (a refusal) is recorded too, and counts no job.
+	if _, err := s.TakeCommand(ctx, GitHubCommand{CommentID: 9, Repo: "pg/bot", Issue: 1, Login: "andres", Command: "status", Outcome: "answered"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.JobsRequestedSince(ctx, "andres", t0.Add(-24*time.Hour)); err != nil || n != 2 {
+		t.Errorf("andres asked for %d jobs (%v), want 2", n, err)
+	}
+
+	if seen, err := s.SeenDelivery(ctx, "d-1"); seen || err != nil {
+		t.Errorf("first delivery: %v %v", seen, err)
+	}
+	if seen, err := s.SeenDelivery(ctx, "d-1"); !seen || err != nil {
+		t.Errorf("replayed delivery: %v %v", seen, err)
+	}
+}
