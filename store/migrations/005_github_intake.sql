@@ -1,4 +1,4 @@
--- 004: requests read from GitHub comments (issue 15).
+-- 005: requests read from GitHub comments (issue 15).
 
 -- The ETag and body of the last answer to each GET the bot made, so the
 -- next poll asks "has it changed?" and an unchanged answer (304) costs no
