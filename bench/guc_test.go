@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -98,7 +99,8 @@ func TestInitdbFlagsEveryVersion(t *testing.T) {
 	vt := loadVersionTable(t)
 	for _, v := range tableVersions {
 		ver, _ := pgversion.Parse(v)
-		for _, f := range append([]string{"-D"}, initdbFlags...) {
+		pc := &pgcluster.Cluster{Auth: pgcluster.Peer}
+		for _, f := range pc.InitdbArgs("data", "", true) {
 			if !strings.HasPrefix(f, "-") {
 				continue // the value of the option before
 			}

@@ -107,8 +107,12 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if r.StateDir == "" {
 		return nil, errors.New("bench: Runner.StateDir is not set")
 	}
+	u, err := r.user()
+	if err != nil {
+		return nil, err
+	}
 	if !r.staleRemoved {
-		removeStale(r.StateDir)
+		removeStale(r.StateDir, u)
 		r.staleRemoved = true
 	}
 	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
@@ -122,10 +126,6 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	if !isExecutable(filepath.Join(clientBin, "pgbench")) && sc.usesPgbench() {
 		return nil, fmt.Errorf("client tools: %s has no pgbench: set bench.client_bin to a PostgreSQL bin directory with pgbench", clientBin)
-	}
-	u, err := r.user()
-	if err != nil {
-		return nil, err
 	}
 
 	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}

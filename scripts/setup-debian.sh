@@ -2,7 +2,11 @@
 # Installs what pgbisect needs on a Debian bookworm machine, as root:
 # the PostgreSQL build dependencies, Debian's postgresql-15 (its server
 # binaries run the results store and the fast tests; its source is the
-# fixture of the end-to-end tests), and an unprivileged user to run servers.
+# fixture of the end-to-end tests), and the unprivileged users: postgres
+# (from the postgresql-15 package) runs the benchmark servers, pgbisect runs
+# the results store (run_as and db_run_as in the config), and
+# pgbisect-probe, a user with no rights at all, is who the isolation tests
+# try to connect as.
 # Safe to run again: every step checks first.
 set -euo pipefail
 
@@ -60,6 +64,13 @@ if ! ls "$SRC_DIR"/postgresql-15_*.orig.tar.* >/dev/null 2>&1; then
 	fi
 fi
 echo "setup-debian.sh: PostgreSQL 15 source: $(ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1)"
+
+for u in pgbisect pgbisect-probe; do
+	if ! id -u "$u" >/dev/null 2>&1; then
+		useradd --system --user-group --create-home --shell /usr/sbin/nologin "$u"
+		echo "setup-debian.sh: created user $u"
+	fi
+done
 
 if ! command -v go >/dev/null; then
 	echo "setup-debian.sh: Go 1.26 or newer is needed on PATH (go.mod asks for it) (https://go.dev/dl)" >&2

@@ -27,7 +27,7 @@ func openResults(ctx context.Context, env *Env, cfg *config.Config) (*store.Stor
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+	st, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.DBRunAs, Log: env.Log})
 	if err != nil {
 		return nil, nil, err
 	}
