@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"math"
 	"sort"
 	"strings"
@@ -29,7 +30,9 @@ const MaxBody = 65000
 
 // Markdown renders f as a GitHub issue body (without the title).
 func Markdown(f *Finding, o Options) string {
-	body := clip(build(f, mdStyle{}, o), writeMarkdown, o.MaxLen-len(o.Marker)-1, true, f.ID)
+	// Credentials in any URL of the finding (a --repo with a token in its
+	// reproduce line) never reach an issue.
+	body := redact.String(clip(build(f, mdStyle{}, o), writeMarkdown, o.MaxLen-len(o.Marker)-1, true, f.ID))
 	if o.Marker != "" {
 		body = o.Marker + "\n" + body
 	}
@@ -39,7 +42,7 @@ func Markdown(f *Finding, o Options) string {
 // Text renders f as plain text in the style of a mailing-list post (without
 // the subject).
 func Text(f *Finding, o Options) string {
-	return clip(build(f, textStyle{}, o), writeText, o.MaxLen, false, f.ID)
+	return redact.String(clip(build(f, textStyle{}, o), writeText, o.MaxLen, false, f.ID))
 }
 
 // build lays out the report of f.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	redactpkg "github.com/pgbisect/pgbisect/internal/redact"
 	"log/slog"
 	"time"
 
@@ -92,7 +93,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("results database URL: %w (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", err)
+		return nil, fmt.Errorf("results database URL: %s (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", redactpkg.String(err.Error()))
 	}
 	if c := s.cluster; c != nil {
 		// The private cluster may be stopped ("pgbisect db stop") or crash

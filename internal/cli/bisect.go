@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"io"
 	"log/slog"
 	"os"
@@ -596,7 +597,7 @@ func bisectSystem(o build.Options) string {
 func bisectReproduce(req bisectRequest, st *bisect.State) string {
 	in := st.Inputs
 	parts := []string{"pgbisect bisect", "-s", in.Scenario, "--good", build.Short(in.Good), "--bad", build.Short(in.Bad),
-		"--repo", in.Repo, "--metric", in.Metric}
+		"--repo", redact.String(in.Repo), "--metric", in.Metric}
 	if in.Point != "" {
 		parts = append(parts, "--point", in.Point)
 	}

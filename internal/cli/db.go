@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,18 +195,6 @@ func dbPsql(cluster *store.Cluster, url string, args []string) error {
 	return nil
 }
 
-// redactURL hides a password in a connection URL.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok || strings.Contains(userinfo, "/") {
-		return u
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return u
-}
+// redactURL hides a password in a connection string, in every form (see
+// internal/redact).
+func redactURL(u string) string { return redact.String(u) }
