@@ -39,6 +39,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(childSample); dir != "" {
+		if err := sampleMain(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "faults sample child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childDir) != "" {
 		if err := childMain(); err != nil {
 			fmt.Fprintln(os.Stderr, "faults child:", err)
