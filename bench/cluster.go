@@ -58,7 +58,7 @@ func newCluster(stateDir, binDir string, u *proc.User) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTraversable(abs, u); err != nil {
+	if err := pgcluster.CheckReachable(abs, u); err != nil {
 		return nil, err
 	}
 	port, err := freePort()
@@ -96,39 +96,6 @@ func newCluster(stateDir, binDir string, u *proc.User) (*cluster, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// checkTraversable fails clearly when the server's user cannot reach dir,
-// which initdb would otherwise report as a bare "permission denied".
-func checkTraversable(dir string, u *proc.User) error {
-	if u == nil || !proc.IsRoot() {
-		return nil
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		mode := fi.Mode().Perm()
-		var canX bool
-		switch {
-		case !ok:
-			canX = true
-		case st.Uid == u.UID:
-			canX = mode&0o100 != 0
-		case st.Gid == u.GID:
-			canX = mode&0o010 != 0
-		default:
-			canX = mode&0o001 != 0
-		}
-		if !canX {
-			return fmt.Errorf("user %s cannot reach %s: directory %s has mode %04o; make it traversable (chmod o+x %s) or use a state directory outside it", u.Name, dir, d, mode, d)
-		}
-		if d == "/" || d == "." {
-			return nil
-		}
-	}
 }
 
 // initdb creates the data directory with pgcluster's access rules and

@@ -425,7 +425,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	if err := c.findBinDir(""); err != nil {
 		return err
 	}
-	if err := reachable(c.Dir, c.User); err != nil {
+	if err := pgcluster.CheckReachable(filepath.Dir(c.Dir), c.User); err != nil {
 		return err
 	}
 	p := c.pg()
@@ -490,48 +490,4 @@ func (c *Cluster) logTail() string {
 		data = data[len(data)-2000:]
 	}
 	return "\nserver log (" + c.LogFile() + "):\n" + strings.TrimSpace(string(data))
-}
-
-// reachable checks that u can traverse every directory above dir, which
-// initdb and the server need; the error says which one to open up.
-func reachable(dir string, u *proc.User) error {
-	if u == nil {
-		return nil
-	}
-	gids := map[uint32]bool{u.GID: true}
-	if ou, err := user.LookupId(strconv.FormatUint(uint64(u.UID), 10)); err == nil {
-		if ids, err := ou.GroupIds(); err == nil {
-			for _, id := range ids {
-				if g, err := strconv.ParseUint(id, 10, 32); err == nil {
-					gids[uint32(g)] = true
-				}
-			}
-		}
-	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", d, err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if ok {
-			perm := fi.Mode().Perm()
-			var can bool
-			switch {
-			case st.Uid == u.UID:
-				can = perm&0o100 != 0
-			case gids[st.Gid]:
-				can = perm&0o010 != 0
-			default:
-				can = perm&0o001 != 0
-			}
-			if !can {
-				return fmt.Errorf("user %s runs the results cluster but cannot enter %s (mode %o): chmod o+x %s, or choose a state_dir it can reach",
-					u.Name, d, perm, d)
-			}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
 }

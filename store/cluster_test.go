@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -229,14 +230,14 @@ func TestUnreachableStateDir(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d, "state", "db"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = reachable(filepath.Join(d, "state", "db"), u)
+	err = pgcluster.CheckReachable(filepath.Join(d, "state"), u)
 	if err == nil || !strings.Contains(err.Error(), "chmod o+x "+d) {
 		t.Fatalf("got %v, want an error naming %s", err, d)
 	}
 	if err := os.Chmod(d, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := reachable(filepath.Join(d, "state", "db"), u); err != nil {
+	if err := pgcluster.CheckReachable(filepath.Join(d, "state"), u); err != nil {
 		t.Fatalf("a traversable state directory: %v", err)
 	}
 }

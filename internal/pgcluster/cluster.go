@@ -400,3 +400,42 @@ func ChownTree(dir string, u *proc.User) error {
 		return nil
 	})
 }
+
+// CheckReachable fails clearly when u cannot traverse dir and every
+// directory above it, which initdb and the server need and would otherwise
+// report as a bare "permission denied". It checks nothing unless pgbisect
+// is root (everything then runs as one user).
+func CheckReachable(dir string, u *proc.User) error {
+	if u == nil || !proc.IsRoot() {
+		return nil
+	}
+	gids := map[uint32]bool{u.GID: true}
+	for _, g := range u.Groups {
+		gids[g] = true
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", d, err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			perm := fi.Mode().Perm()
+			var can bool
+			switch {
+			case st.Uid == u.UID:
+				can = perm&0o100 != 0
+			case gids[st.Gid]:
+				can = perm&0o010 != 0
+			default:
+				can = perm&0o001 != 0
+			}
+			if !can {
+				return fmt.Errorf("user %s cannot reach %s: directory %s has mode %04o; make it traversable (chmod o+x %s) or choose a state_dir it can reach",
+					u.Name, dir, d, perm, d)
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
