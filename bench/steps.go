@@ -148,7 +148,9 @@ func runCopy(ctx context.Context, env *stepEnv, cp *CopyStep, res *stepResult) e
 		}
 		return nil
 	}
-	f, err := os.Open(cp.File)
+	// Root reads the file: one in the cluster's directories is opened
+	// so that a symlink there cannot point it at a file outside.
+	f, err := env.c.pg.Open(cp.File)
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}

@@ -482,7 +482,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 
 // logTail returns the end of the server log, for errors.
 func (c *Cluster) logTail() string {
-	data, err := os.ReadFile(c.LogFile())
+	data, err := c.pg().ReadFile(c.LogFile())
 	if err != nil || len(data) == 0 {
 		return ""
 	}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,7 +363,7 @@ func (c *Cluster) Reload(ctx context.Context) error {
 
 // LogTail returns the last n lines of the server log.
 func (c *Cluster) LogTail(n int) string {
-	b, err := os.ReadFile(c.Log())
+	b, err := c.ReadFile(c.Log())
 	if err != nil {
 		return "(no server log: " + err.Error() + ")"
 	}
@@ -438,4 +439,31 @@ func CheckReachable(dir string, u *proc.User) error {
 			return nil
 		}
 	}
+}
+
+// Open opens a file for pgbisect (root) to read. A file under Dir, which
+// the server's user owns and anything it runs can change, is opened
+// through os.Root: a symlink planted there cannot make root read a file
+// outside the cluster (and hand it to the server or put it in a report).
+func (c *Cluster) Open(path string) (*os.File, error) {
+	rel, err := filepath.Rel(c.Dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return os.Open(path)
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.Open(rel)
+}
+
+// ReadFile reads a file as Open opens it.
+func (c *Cluster) ReadFile(path string) ([]byte, error) {
+	f, err := c.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
