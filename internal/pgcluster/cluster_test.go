@@ -273,3 +273,34 @@ func TestKillChecksThePID(t *testing.T) {
 		t.Fatalf("Kill signalled an unrelated process: %v", err)
 	}
 }
+
+// TestOpenRefusesSymlinkOut: a file the server's user replaced with a
+// symlink to a file outside the cluster is not read by pgbisect, and root's
+// writes into the cluster do not follow one either.
+func TestOpenRefusesSymlinkOut(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: t.TempDir()}
+	work := filepath.Join(c.Dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(work, "data.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ReadFile(filepath.Join(work, "data.txt")); err == nil {
+		t.Errorf("read %q through a symlink out of the cluster", b)
+	}
+	if err := c.WriteFile(work, "data.txt", "overwritten\n", 0o644); err == nil {
+		t.Error("wrote through a symlink out of the cluster")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "secret\n" {
+		t.Errorf("the file outside now holds %q", b)
+	}
+	// A file outside the cluster's directory is the operator's: opened as is.
+	if b, err := c.ReadFile(outside); err != nil || string(b) != "secret\n" {
+		t.Errorf("reading a file outside the cluster: %q, %v", b, err)
+	}
+}
