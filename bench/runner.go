@@ -85,6 +85,10 @@ type Runner struct {
 	// beyond it and rebuilt if needed again. Default: 4, enough for the
 	// targets of a comparison or a bisection step at a time.
 	MaxKept int
+	// MeasureLock is the file of the machine-wide lock each sample holds,
+	// so that two pgbisect processes never measure at once. Default:
+	// DefaultMeasureLock(); "-" takes none.
+	MeasureLock string
 	// Profiler, when set, records a CPU profile of the server during each
 	// sample's measured workload run (see profiling.go). Default: none.
 	Profiler *profile.Recorder
@@ -111,6 +115,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockMeasure(ctx, r.MeasureLock)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if !r.staleRemoved {
 		removeStale(r.StateDir, u)
 		r.staleRemoved = true
