@@ -38,7 +38,10 @@ func lockMeasure(ctx context.Context, path string) (unlock func(), err error) {
 		path = DefaultMeasureLock()
 	}
 	l := flock.New(path, flock.SetPermissions(0o644))
-	ok, err := l.TryLockContext(ctx, measurePoll)
+	ok, err := l.TryLock()
+	if err == nil && !ok {
+		ok, err = l.TryLockContext(ctx, measurePoll)
+	}
 	if err != nil || !ok {
 		_ = l.Close()
 		return nil, fmt.Errorf("waiting for the measure lock %s (another pgbisect is measuring): %w", path, err)
