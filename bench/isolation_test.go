@@ -32,7 +32,7 @@ workload:
       script: |
         n=0
         for f in /proc/[0-9]*/environ; do
-          if tr '\0' '\n' < "$f" 2>/dev/null | grep -q "^GITHUB_TOKEN=\|^PGBISECT_DB=\|^PGPASSWORD="; then n=$((n+1)); fi
+          if grep -qa TOKEN_VALUE "$f" 2>/dev/null; then n=$((n+1)); fi
         done
         echo $n
 metrics:
@@ -50,7 +50,9 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 	t.Setenv("PGBISECT_DB", "postgres://bob:"+secretToken+"@db/results")
 	t.Setenv("PGPASSWORD", secretToken)
 	r, _ := newTestRunner(t)
-	sc, err := Load([]byte(secretsScenario), "secrets.yaml", nil)
+	// The step looks for the token's value: other servers of the same user
+	// on a shared machine are not this test's business.
+	sc, err := Load([]byte(strings.Replace(secretsScenario, "TOKEN_VALUE", secretToken, 1)), "secrets.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
