@@ -9,12 +9,6 @@ import (
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
-// initdbFlags are the initdb options of every cluster besides -D: ones
-// every initdb from 9.3 on accepts. -N skips the final fsync; initdb 10
-// calls it --no-sync and 9.x --nosync, so only the short form works for
-// both (testdata/versions.txt).
-var initdbFlags = []string{"-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"}
-
 // servers remembers what each target's postgres said about itself, by bin
 // directory, and which setting notes were shown.
 type servers struct {
@@ -55,7 +49,7 @@ func (r *Runner) Check(ctx context.Context, sc *Scenario, targets []Target, pt P
 			return err
 		}
 	}
-	own := map[string]string{"port": "5432", "listen_addresses": "", "unix_socket_directories": "/tmp"}
+	own := map[string]string{"port": "5432", "listen_addresses": "", "unix_socket_directories": "/tmp", "unix_socket_permissions": "0700"}
 	for _, t := range targets {
 		exp, err := sc.expand(pt, placeholderRuntime)
 		if err != nil {
@@ -98,5 +92,5 @@ func (r *Runner) serverSettings(ctx context.Context, sc *Scenario, t Target, u *
 // ownSettings are the settings the cluster itself writes to
 // postgresql.conf (see initdb), probed with the scenario's.
 func (c *cluster) ownSettings() map[string]string {
-	return map[string]string{"port": strconv.Itoa(c.port), "listen_addresses": "", "unix_socket_directories": c.sockDir}
+	return map[string]string{"port": strconv.Itoa(c.port), "listen_addresses": "", "unix_socket_directories": c.sockDir, "unix_socket_permissions": "0700"}
 }

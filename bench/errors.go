@@ -99,7 +99,7 @@ func lastLogError(tail string) string {
 // stateDir/logs/ that outlives the cluster.
 func measureError(stateDir string, c *cluster, target, phase string, err error) *MeasureError {
 	e := &MeasureError{Target: target, Phase: phase, Err: err}
-	b, rerr := os.ReadFile(c.logFile)
+	b, rerr := c.pg.ReadFile(c.logFile)
 	if rerr != nil {
 		return e
 	}

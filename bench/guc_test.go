@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
+
 	"github.com/pgbisect/pgbisect/internal/pgversion"
 )
 
@@ -98,7 +100,8 @@ func TestInitdbFlagsEveryVersion(t *testing.T) {
 	vt := loadVersionTable(t)
 	for _, v := range tableVersions {
 		ver, _ := pgversion.Parse(v)
-		for _, f := range append([]string{"-D"}, initdbFlags...) {
+		pc := &pgcluster.Cluster{Auth: pgcluster.Peer}
+		for _, f := range pc.InitdbArgs("data", "", true) {
 			if !strings.HasPrefix(f, "-") {
 				continue // the value of the option before
 			}

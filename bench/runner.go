@@ -88,6 +88,10 @@ type Runner struct {
 	// beyond it and rebuilt if needed again. Default: 4, enough for the
 	// targets of a comparison or a bisection step at a time.
 	MaxKept int
+	// MeasureLock is the file of the machine-wide lock each sample holds,
+	// so that two pgbisect processes never measure at once. Default:
+	// DefaultMeasureLock(); "-" takes none.
+	MeasureLock string
 	// Profiler, when set, records a CPU profile of the server during each
 	// sample's measured workload run (see profiling.go). Default: none.
 	Profiler *profile.Recorder
@@ -110,8 +114,17 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if r.StateDir == "" {
 		return nil, errors.New("bench: Runner.StateDir is not set")
 	}
+	u, err := r.user()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockMeasure(ctx, r.MeasureLock)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if !r.staleRemoved {
-		removeStale(r.StateDir)
+		removeStale(r.StateDir, u)
 		if err := hostSys.restoreOS(r.osRestoreFile()); err != nil {
 			return nil, fmt.Errorf("putting back the OS settings an interrupted sample changed: %w", err)
 		}
@@ -128,10 +141,6 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	if !isExecutable(filepath.Join(clientBin, "pgbench")) && sc.usesPgbench() {
 		return nil, fmt.Errorf("client tools: %s has no pgbench: set bench.client_bin to a PostgreSQL bin directory with pgbench", clientBin)
-	}
-	u, err := r.user()
-	if err != nil {
-		return nil, err
 	}
 	if !sc.OS.Empty() {
 		changed, err := hostSys.applyOS(r.StateDir, sc.OS, r.osRestoreFile())

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -381,7 +382,7 @@ func TestCancelSample(t *testing.T) {
 
 func postmasterPID(t *testing.T, dataDir string) int {
 	t.Helper()
-	c := &cluster{dataDir: dataDir}
+	c := &cluster{dataDir: dataDir, pg: &pgcluster.Cluster{DataDir: dataDir}}
 	pid := c.postmasterPID()
 	if pid == 0 {
 		t.Fatalf("no postmaster.pid in %s", dataDir)

@@ -127,6 +127,12 @@ func TestMalformedScenarios(t *testing.T) {
 			`x.yaml:2: matrix "clients" must be a non-empty list of values, like [1, 2, 4]`},
 		{"runtime variable", "matrix:\n  workdir: [a]\n" + baseScenario, nil,
 			`x.yaml:2: matrix variable "workdir" is set by the runner: choose another name`},
+		{"listen_addresses", "settings:\n  work_mem: 4MB\n  listen_addresses: '*'\n" + baseScenario, nil,
+			`x.yaml:3: setting listen_addresses is pgbisect's own (where the server listens and who may connect): remove it from the scenario`},
+		{"socket permissions by version", "settings_by_version:\n  '>=10':\n    unix_socket_permissions: '0777'\n" + baseScenario, nil,
+			`x.yaml:3: setting unix_socket_permissions is pgbisect's own (where the server listens and who may connect): remove it from the scenario`},
+		{"initdb trust", "initdb: [--data-checksums, -A, trust]\n" + baseScenario, nil,
+			`x.yaml:1: initdb option "-A" sets who may connect, which is pgbisect's own: remove it`},
 		{"unknown override", baseScenario, map[string]string{"sclae": "3"},
 			`x.yaml: --set sclae: the scenario has no variable "sclae" (did you mean "scale"?)`},
 	}

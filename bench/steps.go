@@ -49,7 +49,7 @@ type stepEnv struct {
 
 // connect opens a session to the cluster's private socket.
 func (c *cluster) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%d user=%s dbname=postgres sslmode=disable", c.sockDir, c.port, superuser))
+	cfg, err := pgx.ParseConfig(c.pg.ConnString("postgres"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,9 @@ func runCopy(ctx context.Context, env *stepEnv, cp *CopyStep, res *stepResult) e
 		}
 		return nil
 	}
-	f, err := os.Open(cp.File)
+	// Root reads the file: one in the cluster's directories is opened
+	// so that a symlink there cannot point it at a file outside.
+	f, err := env.c.pg.Open(cp.File)
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}
@@ -186,10 +188,12 @@ func runExplain(ctx context.Context, env *stepEnv, query string, res *stepResult
 func runPgbench(ctx context.Context, env *stepEnv, st *Step, res *stepResult) error {
 	args := append([]string(nil), st.Pgbench.Args...)
 	if st.Pgbench.Script != "" {
-		file := filepath.Join(env.c.workDir, "pgbench-"+safeName(st.Name)+".sql")
-		if err := os.WriteFile(file, []byte(st.Pgbench.Script), 0o644); err != nil {
+		// The work directory is the server user's: root writes through os.Root.
+		name := "pgbench-" + safeName(st.Name) + ".sql"
+		if err := env.c.pg.WriteFile(env.c.workDir, name, st.Pgbench.Script, 0o644); err != nil {
 			return err
 		}
+		file := filepath.Join(env.c.workDir, name)
 		args = append(args, "-f", file)
 	}
 	cmd := proc.Command(ctx, env.c.user, filepath.Join(env.clientBin, "pgbench"), args...)

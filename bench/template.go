@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
+
 	"github.com/pgbisect/pgbisect/internal/strictyaml"
 )
 
@@ -74,7 +76,15 @@ func (s *Scenario) validateTemplates() error {
 		}
 	}
 	s.templates(func(path string, text *string) { check(path, *text) })
+	for i, opt := range s.Initdb {
+		if reservedInitdb(opt) {
+			return errAt(fmt.Sprintf("$.initdb[%d]", i), "initdb option %q sets who may connect, which is pgbisect's own: remove it", opt)
+		}
+	}
 	for k, v := range s.Settings {
+		if pgcluster.Reserved(k) {
+			return errAt("$.settings."+k, "setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", k)
+		}
 		str, err := scalarString(v)
 		if err != nil {
 			return errAt("$.settings."+k, "setting %q: %v", k, err)
@@ -83,12 +93,28 @@ func (s *Scenario) validateTemplates() error {
 	}
 	for _, sec := range s.byVer {
 		for k, v := range sec.values {
+			if pgcluster.Reserved(k) {
+				return errAt(sec.path+"."+k, "setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", k)
+			}
 			if v != nil {
 				check(sec.path+"."+k, *v)
 			}
 		}
 	}
 	return first
+}
+
+// reservedInitdb reports whether an initdb option would change the
+// cluster's authentication, superuser or data directory, which pgcluster
+// sets (a later -A trust would undo them).
+func reservedInitdb(opt string) bool {
+	name, _, _ := strings.Cut(strings.TrimSpace(opt), "=")
+	for _, p := range []string{"-A", "--auth", "-U", "--username", "--pwfile", "-W", "--pwprompt", "-D", "--pgdata"} {
+		if name == p || (len(p) == 2 && strings.HasPrefix(name, p)) || strings.HasPrefix(name, "--auth") {
+			return true
+		}
+	}
+	return false
 }
 
 var placeholderRuntime = map[string]string{

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"io"
 	"net/url"
 	"os"
@@ -93,26 +94,28 @@ func Open(ctx context.Context, source, stateDir string, progress io.Writer) (*Re
 	if stateDir == "" {
 		return nil, fmt.Errorf("cloning %s: no state directory to clone into", source)
 	}
+	// Credentials in the URL (https://user:token@...) never reach a message.
+	shown := redact.String(source)
 	dir := filepath.Join(stateDir, "repos", cloneName(source))
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
 		repo, err := git.PlainOpen(dir)
 		if err != nil {
-			return nil, fmt.Errorf("opening the clone of %s in %s: %w (remove that directory to clone again)", source, dir, err)
+			return nil, fmt.Errorf("opening the clone of %s in %s: %w (remove that directory to clone again)", shown, dir, err)
 		}
 		return &Repo{dir: dir, remote: source, repo: repo}, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return nil, fmt.Errorf("cloning %s: %w", source, err)
+		return nil, fmt.Errorf("cloning %s: %s", shown, redact.String(err.Error()))
 	}
 	// Clone beside the final place and rename, so an interrupted clone
 	// never looks like a finished one.
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".clone-")
 	if err != nil {
-		return nil, fmt.Errorf("cloning %s: %w", source, err)
+		return nil, fmt.Errorf("cloning %s: %s", shown, redact.String(err.Error()))
 	}
 	defer os.RemoveAll(tmp)
 	if progress != nil {
-		fmt.Fprintf(progress, "cloning %s into %s (once; later runs fetch)\n", source, dir)
+		fmt.Fprintf(progress, "cloning %s into %s (once; later runs fetch)\n", shown, dir)
 	}
 	_, err = git.PlainCloneContext(ctx, tmp, true, &git.CloneOptions{
 		URL:      source,
@@ -120,14 +123,14 @@ func Open(ctx context.Context, source, stateDir string, progress io.Writer) (*Re
 		Tags:     git.AllTags,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cloning %s: %w", source, err)
+		return nil, fmt.Errorf("cloning %s: %s", shown, redact.String(err.Error()))
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, fmt.Errorf("cloning %s: %w", source, err)
+		return nil, fmt.Errorf("cloning %s: %s", shown, redact.String(err.Error()))
 	}
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening the clone of %s: %w", source, err)
+		return nil, fmt.Errorf("opening the clone of %s: %w", shown, err)
 	}
 	return &Repo{dir: dir, remote: source, repo: repo}, nil
 }
@@ -154,9 +157,10 @@ func cloneName(source string) string {
 // under the state directory).
 func (r *Repo) Dir() string { return r.dir }
 
-// Remote returns the URL the repository was cloned from, or "" when it was
+// Remote returns the URL the repository was cloned from, without any
+// credentials it holds (for messages and reports), or "" when it was
 // opened from a directory.
-func (r *Repo) Remote() string { return r.remote }
+func (r *Repo) Remote() string { return redact.String(r.remote) }
 
 // Git returns the underlying go-git repository, for callers (tests, the
 // fixture) that need plumbing this package does not wrap.

@@ -101,7 +101,9 @@ func (s *session) run(ctx context.Context, phase, dir string, env []string, name
 	// Die with pgbisect even when it is killed outright; killStrays
 	// handles the grandchildren.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	cmd.Env = append(os.Environ(), env...)
+	// Only allowlisted variables: the commit being built is arbitrary code
+	// and must not see the GitHub token or a database password.
+	cmd.Env = proc.Env(env...)
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
 	s.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/redact"
+
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/finding"
 )
@@ -32,7 +34,9 @@ const MaxBody = 65000
 
 // Markdown renders f as a GitHub issue body (without the title).
 func Markdown(f *finding.Finding, o Options) string {
-	body := clip(build(f, mdStyle{}, o), writeMarkdown, o.MaxLen-len(o.Marker)-1, true, f.ID)
+	// Credentials in any URL of the finding (a --repo with a token in its
+	// reproduce line) never reach an issue.
+	body := redact.String(clip(build(f, mdStyle{}, o), writeMarkdown, o.MaxLen-len(o.Marker)-1, true, f.ID))
 	if o.Marker != "" {
 		body = o.Marker + "\n" + body
 	}
@@ -42,7 +46,7 @@ func Markdown(f *finding.Finding, o Options) string {
 // Text renders f as plain text in the style of a mailing-list post (without
 // the subject).
 func Text(f *finding.Finding, o Options) string {
-	return clip(build(f, textStyle{}, o), writeText, o.MaxLen, false, f.ID)
+	return redact.String(clip(build(f, textStyle{}, o), writeText, o.MaxLen, false, f.ID))
 }
 
 // build lays out the report of f.

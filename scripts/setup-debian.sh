@@ -3,7 +3,11 @@
 # the PostgreSQL build dependencies, Debian's postgresql-15 (its server
 # binaries run the results store and the fast tests; its source is the
 # fixture of the end-to-end tests), Chromium and its fonts (the dashboard's
-# browser tests), and an unprivileged user to run servers.
+# browser tests), and the unprivileged users: postgres
+# (from the postgresql-15 package) runs the benchmark servers, pgbisect runs
+# the results store (run_as and db_run_as in the config), and
+# pgbisect-probe, a user with no rights at all, is who the isolation tests
+# try to connect as.
 # Safe to run again: every step checks first.
 set -euo pipefail
 
@@ -62,6 +66,13 @@ if ! ls "$SRC_DIR"/postgresql-15_*.orig.tar.* >/dev/null 2>&1; then
 	fi
 fi
 echo "setup-debian.sh: PostgreSQL 15 source: $(ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1)"
+
+for u in pgbisect pgbisect-probe; do
+	if ! id -u "$u" >/dev/null 2>&1; then
+		useradd --system --user-group --create-home --shell /usr/sbin/nologin "$u"
+		echo "setup-debian.sh: created user $u"
+	fi
+done
 
 if ! command -v go >/dev/null; then
 	echo "setup-debian.sh: Go 1.26 or newer is needed on PATH (go.mod asks for it) (https://go.dev/dl)" >&2

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -27,9 +27,6 @@ const (
 	clusterRole = "pgbisect"
 	clusterDB   = "pgbisect"
 	clusterPort = 5432
-	// maxSocketPath is the longest unix socket path Linux accepts
-	// (sizeof(sun_path) - 1).
-	maxSocketPath = 107
 )
 
 // initdbNoSync skips initdb's final fsync (3 s of a 7 s initdb on a busy
@@ -38,17 +35,21 @@ const (
 var initdbNoSync bool
 
 // Cluster is pgbisect's private PostgreSQL cluster for the results store,
-// kept under StateDir/db:
+// kept under StateDir/db and managed by pgcluster (the same manager as the
+// benchmark servers):
 //
 //	db/data/       the data directory
-//	db/run/        the unix socket directory (the server listens on no TCP port)
+//	db/run/        the unix socket directory, 0700 (no TCP port)
+//	db/passfile    the superuser's random password, for clients (0600)
 //	db/server.log  the server's log
 //
-// db/ is mode 0700 and owned by the user that runs the server, so only
-// that user and root can reach the socket; that is why local connections
-// are trusted without a password (see pg_hba.conf in the data directory).
-// The cluster is started on demand and left running between pgbisect
-// invocations; "pgbisect db stop" stops it.
+// db/ is mode 0700 and owned by the user that runs the server, which is
+// not the benchmark servers' user (config db_run_as and run_as), so a
+// scenario's steps cannot reach the socket; and even a process that does
+// must give the scram-sha-256 password. The cluster is started on demand
+// and left running between pgbisect invocations; "pgbisect db stop" stops
+// it. A cluster made by an older pgbisect (trust authentication, another
+// owner) is moved to this form by Start.
 type Cluster struct {
 	// Dir is StateDir/db.
 	Dir string
@@ -62,8 +63,8 @@ type Cluster struct {
 }
 
 // NewCluster describes the private cluster under stateDir. When pgbisect is
-// root the server runs as runAs (which must exist); otherwise it runs as the
-// current user. Nothing is started.
+// root the server runs as runAs (default pgbisect; it must exist);
+// otherwise it runs as the current user. Nothing is started.
 func NewCluster(stateDir, runAs string, log *slog.Logger) (*Cluster, error) {
 	if stateDir == "" {
 		return nil, errors.New("private results cluster: no state directory given")
@@ -75,10 +76,10 @@ func NewCluster(stateDir, runAs string, log *slog.Logger) (*Cluster, error) {
 	c := &Cluster{Dir: filepath.Join(abs, "db"), Log: log}
 	if proc.IsRoot() {
 		if runAs == "" {
-			runAs = "postgres"
+			runAs = "pgbisect"
 		}
 		if c.User, err = proc.LookupUser(runAs); err != nil {
-			return nil, fmt.Errorf("private results cluster: %w", err)
+			return nil, fmt.Errorf("private results cluster (db_run_as): %w", err)
 		}
 	}
 	if c.Log == nil {
@@ -86,6 +87,14 @@ func NewCluster(stateDir, runAs string, log *slog.Logger) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// pg is the cluster as pgcluster manages it, run as u.
+func (c *Cluster) pgAs(u *proc.User) *pgcluster.Cluster {
+	return &pgcluster.Cluster{Dir: c.Dir, DataDir: c.DataDir(), SocketDir: c.SocketDir(), LogFile: c.LogFile(),
+		Port: clusterPort, BinDir: c.BinDir, User: u, Auth: pgcluster.Password, Superuser: clusterRole}
+}
+
+func (c *Cluster) pg() *pgcluster.Cluster { return c.pgAs(c.User) }
 
 // DataDir is the cluster's data directory.
 func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
@@ -97,15 +106,9 @@ func (c *Cluster) SocketDir() string { return filepath.Join(c.Dir, "run") }
 func (c *Cluster) LogFile() string { return filepath.Join(c.Dir, "server.log") }
 
 // URL is the connection URL of the results database in the cluster, usable
-// by pgx and by psql (psql "$(pgbisect db url)").
-func (c *Cluster) URL() string {
-	return clusterURL(c.SocketDir(), clusterDB)
-}
-
-func clusterURL(socketDir, db string) string {
-	esc := strings.NewReplacer("%", "%25", " ", "%20", "&", "%26", "#", "%23", "=", "%3D", "?", "%3F", "+", "%2B")
-	return fmt.Sprintf("postgresql:///%s?host=%s&port=%d&user=%s", db, esc.Replace(socketDir), clusterPort, clusterRole)
-}
+// by pgx and by psql (psql "$(pgbisect db url)"). It names the passfile,
+// not the password.
+func (c *Cluster) URL() string { return c.pg().URL(clusterDB) }
 
 // ClusterStatus is what Status found.
 type ClusterStatus struct {
@@ -147,48 +150,41 @@ func (c *Cluster) Status(ctx context.Context) (ClusterStatus, error) {
 	return st, nil
 }
 
-// postmasterPID reads the first line of postmaster.pid; 0 when there is none.
-func (c *Cluster) postmasterPID() (int, error) {
-	data, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading postmaster.pid: %w", err)
-	}
-	line, _, _ := bytes.Cut(data, []byte("\n"))
-	pid, err := strconv.Atoi(strings.TrimSpace(string(line)))
-	if err != nil || pid <= 0 {
-		// A torn write during a crash: nothing can be running from it.
-		return -1, nil
-	}
-	return pid, nil
-}
+// postmasterPID reads the first line of postmaster.pid; 0 when there is
+// none, -1 when it is torn.
+func (c *Cluster) postmasterPID() (int, error) { return c.pg().PID() }
 
-// ours reports whether pid is a live server of this data directory. A
-// postmaster works in its data directory, so /proc/PID/cwd tells a server
-// of ours from an unrelated process that got the pid after a reboot, and
-// from a zombie.
-func (c *Cluster) ours(pid int) bool {
-	if pid <= 0 {
-		return false
+// ours reports whether pid is a live server of this data directory, run
+// by the data directory's owner (see pgcluster.Cluster.Ours): a cluster
+// that an older pgbisect ran as another user is still recognised, so that
+// Start can stop it before moving it.
+func (c *Cluster) ours(pid int) bool { return c.pgAs(c.owner()).Ours(pid) }
+
+// owner is the OS user that owns the data directory (c.User when it cannot
+// be read).
+func (c *Cluster) owner() *proc.User {
+	fi, err := os.Stat(c.DataDir())
+	if err != nil || c.User == nil {
+		return c.User
 	}
-	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-	if err != nil {
-		return false
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid == c.User.UID {
+		return c.User
 	}
-	want, err := filepath.EvalSymlinks(c.DataDir())
-	if err != nil {
-		return false
+	u := &proc.User{UID: st.Uid, GID: st.Gid, Name: strconv.FormatUint(uint64(st.Uid), 10)}
+	if ou, err := user.LookupId(u.Name); err == nil {
+		if lu, err := proc.LookupUser(ou.Username); err == nil {
+			return lu
+		}
 	}
-	return cwd == want
+	return u
 }
 
 // ping connects to the maintenance database once.
 func (c *Cluster) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, clusterURL(c.SocketDir(), "postgres"))
+	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
 	if err != nil {
 		return err
 	}
@@ -209,8 +205,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if st.Initialized {
+		if st, err = c.moveOwner(ctx, st); err != nil {
+			return err
+		}
+	}
 	if st.Running {
-		return nil
+		return c.passwordAuth(ctx)
 	}
 	if !st.Initialized {
 		if err := c.initdb(ctx); err != nil {
@@ -230,10 +231,103 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return err
 	}
 	c.Log.Info("starting the results cluster", slog.String("dir", c.Dir))
+	if err := c.pg().MakeDirs(); err != nil {
+		return fmt.Errorf("the results cluster: %w", err)
+	}
 	if err := c.run(ctx, "pg_ctl", "start", "--wait", "--timeout=120", "-D", c.DataDir(), "-l", c.LogFile()); err != nil {
 		return fmt.Errorf("starting the results cluster: %w%s", err, c.logTail())
 	}
+	if err := c.passwordAuth(ctx); err != nil {
+		return err
+	}
 	return c.createDatabase(ctx)
+}
+
+// moveOwner gives a cluster that an older pgbisect ran as another OS user
+// (the benchmark servers' user) to c.User: its server is stopped (as its
+// owner), every file is given to c.User, and st is read again.
+func (c *Cluster) moveOwner(ctx context.Context, st ClusterStatus) (ClusterStatus, error) {
+	old := c.owner()
+	if c.User == nil || old == nil || old.UID == c.User.UID {
+		return st, nil
+	}
+	c.Log.Warn("moving the results cluster to its own OS user", slog.String("from", old.Name), slog.String("to", c.User.Name))
+	if st.PID > 0 {
+		if err := c.findBinDir(st.Version); err != nil {
+			return st, err
+		}
+		if out, err := c.pgAs(old).Run(ctx, "pg_ctl", "stop", "--wait", "--timeout=120", "-m", "fast", "-D", c.DataDir()); err != nil {
+			return st, fmt.Errorf("stopping the results cluster to move it to user %s: %w: %s", c.User.Name, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if err := pgcluster.ChownTree(c.Dir, c.User); err != nil {
+		return st, fmt.Errorf("giving the results cluster to user %s: %w", c.User.Name, err)
+	}
+	return c.Status(ctx)
+}
+
+// passwordAuth moves a running cluster that an older pgbisect made with
+// trust authentication (it has no passfile) to a random scram-sha-256
+// password: the role gets the password over the trusted socket, the
+// passfile and the new pg_hba.conf are written, and the server reloads
+// them. unix_socket_permissions takes effect at the next start.
+func (c *Cluster) passwordAuth(ctx context.Context) error {
+	if _, err := os.Stat(c.pg().Passfile()); err == nil {
+		return nil
+	}
+	c.Log.Warn("the results cluster trusts local connections (made by an older pgbisect): giving it a password", slog.String("dir", c.Dir))
+	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connecting to the results cluster to set its password: %w", err)
+	}
+	defer conn.Close(ctx)
+	pw := pgcluster.NewPassword()
+	if _, err := conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'"); err != nil {
+		return fmt.Errorf("setting the results cluster's password: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{clusterRole}.Sanitize()+" PASSWORD "+quoteLiteral(pw)); err != nil {
+		return fmt.Errorf("setting the results cluster's password: %w", err)
+	}
+	p := c.pg()
+	if err := p.WritePassfile(pw); err != nil {
+		return err
+	}
+	if err := p.WriteAccess(c.DataDir()); err != nil {
+		return err
+	}
+	conf := "\n# pgbisect: the socket's permissions (since the move to password authentication)\nunix_socket_permissions = 0700\n"
+	if err := appendConf(c.DataDir(), conf); err != nil {
+		return err
+	}
+	v, _ := os.ReadFile(filepath.Join(c.DataDir(), "PG_VERSION"))
+	if err := c.findBinDir(strings.TrimSpace(string(v))); err != nil {
+		return err
+	}
+	if _, err := p.Run(ctx, "pg_ctl", "reload", "-D", c.DataDir()); err != nil {
+		return fmt.Errorf("reloading the results cluster: %w", err)
+	}
+	return nil
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// appendConf appends to postgresql.conf through os.Root (the data
+// directory is the server user's).
+func appendConf(dataDir, text string) error {
+	root, err := os.OpenRoot(dataDir)
+	if err != nil {
+		return fmt.Errorf("configuring the results cluster: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile("postgresql.conf", os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("configuring the results cluster: %w", err)
+	}
+	_, werr := f.WriteString(text)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("configuring the results cluster: %w", err)
+	}
+	return nil
 }
 
 // ensureRunning starts the cluster unless its postmaster is alive. It reads
@@ -331,58 +425,22 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	if err := c.findBinDir(""); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", c.Dir, err)
-	}
-	if err := os.Chmod(c.Dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", c.Dir, err)
-	}
-	if err := proc.Chown(c.Dir, c.User); err != nil {
-		return fmt.Errorf("giving %s to %s: %w", c.Dir, c.User.Name, err)
-	}
-	if err := reachable(c.Dir, c.User); err != nil {
+	if err := pgcluster.CheckReachable(filepath.Dir(c.Dir), c.User); err != nil {
 		return err
 	}
-	sock := c.SocketDir()
-	if n := len(filepath.Join(sock, fmt.Sprintf(".s.PGSQL.%d", clusterPort))); n > maxSocketPath {
-		return fmt.Errorf("the results cluster's socket path under %s is %d bytes, longer than the %d unix sockets allow: choose a shorter state_dir", sock, n, maxSocketPath)
-	}
-	for _, d := range []string{sock} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-		if err := proc.Chown(d, c.User); err != nil {
-			return fmt.Errorf("giving %s to the server user: %w", d, err)
-		}
+	p := c.pg()
+	if err := p.MakeDirs(); err != nil {
+		return fmt.Errorf("the results cluster: %w", err)
 	}
 	tmp := c.DataDir() + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("removing a half-made data directory: %w", err)
 	}
 	c.Log.Info("creating the results cluster", slog.String("dir", c.Dir), slog.String("bin", c.BinDir))
-	args := []string{"--pgdata", tmp, "--username", clusterRole, "--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-instructions"}
-	if initdbNoSync {
-		args = append(args, "--no-sync")
-	}
-	if err := c.run(ctx, "initdb", args...); err != nil {
-		return fmt.Errorf("initialising the results cluster: %w", err)
-	}
-	// Only local socket connections exist (listen_addresses is empty), and
-	// the socket directory is reachable only by the server user and root.
-	hba := "# pgbisect: the socket directory is mode 0700, so only its owner and root\n" +
-		"# can connect; they are trusted.\nlocal all all trust\n"
-	if err := os.WriteFile(filepath.Join(tmp, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
-		return fmt.Errorf("writing pg_hba.conf: %w", err)
-	}
-	conf := fmt.Sprintf("\n# pgbisect results store\nlisten_addresses = ''\nunix_socket_directories = '%s'\nport = %d\n"+
-		"max_connections = 40\nshared_buffers = 64MB\n", strings.ReplaceAll(sock, "'", "''"), clusterPort)
-	f, err := os.OpenFile(filepath.Join(tmp, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	err := p.Init(ctx, pgcluster.InitOptions{DataDir: tmp, NoSync: initdbNoSync, Args: []string{"--no-instructions"},
+		Settings: map[string]string{"max_connections": "40", "shared_buffers": "64MB"}})
 	if err != nil {
-		return fmt.Errorf("configuring the results cluster: %w", err)
-	}
-	_, werr := f.WriteString(conf)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return fmt.Errorf("configuring the results cluster: %w", err)
+		return fmt.Errorf("initialising the results cluster: %w", err)
 	}
 	if err := os.Rename(tmp, c.DataDir()); err != nil {
 		return fmt.Errorf("moving the new data directory into place: %w", err)
@@ -392,7 +450,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 
 // createDatabase makes the pgbisect database once the server is up.
 func (c *Cluster) createDatabase(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, clusterURL(c.SocketDir(), "postgres"))
+	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
 	if err != nil {
 		return fmt.Errorf("connecting to the results cluster: %w%s", err, c.logTail())
 	}
@@ -413,14 +471,9 @@ func (c *Cluster) createDatabase(ctx context.Context) error {
 // run runs a server binary as the cluster's user, returning its output in
 // the error when it fails.
 func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
-	cmd := proc.Command(ctx, c.User, filepath.Join(c.BinDir, name), args...)
-	// The server's working directory must be one its user can enter.
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if c.User != nil {
-		cmd.Env = append(cmd.Env, "HOME="+c.User.Home, "USER="+c.User.Name)
-	}
-	out, err := cmd.CombinedOutput()
+	// As the cluster's user, in Dir, with an environment built from
+	// nothing (the long-running server must not hold pgbisect's secrets).
+	out, err := c.pg().Run(ctx, name, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
 	}
@@ -429,7 +482,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 
 // logTail returns the end of the server log, for errors.
 func (c *Cluster) logTail() string {
-	data, err := os.ReadFile(c.LogFile())
+	data, err := c.pg().ReadFile(c.LogFile())
 	if err != nil || len(data) == 0 {
 		return ""
 	}
@@ -437,48 +490,4 @@ func (c *Cluster) logTail() string {
 		data = data[len(data)-2000:]
 	}
 	return "\nserver log (" + c.LogFile() + "):\n" + strings.TrimSpace(string(data))
-}
-
-// reachable checks that u can traverse every directory above dir, which
-// initdb and the server need; the error says which one to open up.
-func reachable(dir string, u *proc.User) error {
-	if u == nil {
-		return nil
-	}
-	gids := map[uint32]bool{u.GID: true}
-	if ou, err := user.LookupId(strconv.FormatUint(uint64(u.UID), 10)); err == nil {
-		if ids, err := ou.GroupIds(); err == nil {
-			for _, id := range ids {
-				if g, err := strconv.ParseUint(id, 10, 32); err == nil {
-					gids[uint32(g)] = true
-				}
-			}
-		}
-	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("checking %s: %w", d, err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if ok {
-			perm := fi.Mode().Perm()
-			var can bool
-			switch {
-			case st.Uid == u.UID:
-				can = perm&0o100 != 0
-			case gids[st.Gid]:
-				can = perm&0o010 != 0
-			default:
-				can = perm&0o001 != 0
-			}
-			if !can {
-				return fmt.Errorf("user %s runs the results cluster but cannot enter %s (mode %o): chmod o+x %s, or choose a state_dir it can reach",
-					u.Name, d, perm, d)
-			}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -229,14 +230,14 @@ func TestUnreachableStateDir(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d, "state", "db"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = reachable(filepath.Join(d, "state", "db"), u)
+	err = pgcluster.CheckReachable(filepath.Join(d, "state"), u)
 	if err == nil || !strings.Contains(err.Error(), "chmod o+x "+d) {
 		t.Fatalf("got %v, want an error naming %s", err, d)
 	}
 	if err := os.Chmod(d, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := reachable(filepath.Join(d, "state", "db"), u); err != nil {
+	if err := pgcluster.CheckReachable(filepath.Join(d, "state"), u); err != nil {
 		t.Fatalf("a traversable state directory: %v", err)
 	}
 }
@@ -248,5 +249,114 @@ func TestNewClusterUnknownUser(t *testing.T) {
 	_, err := NewCluster(t.TempDir(), "no-such-user-pgbisect", nil)
 	if err == nil || !strings.Contains(err.Error(), "no-such-user-pgbisect") {
 		t.Fatalf("got %v, want an error naming the user", err)
+	}
+}
+
+// TestOlderClusterMovedAndIsolated: a cluster made by an older pgbisect
+// (trusted local connections, run as the benchmark servers' user, left
+// running) is moved by the next Open to its own OS user and a random
+// scram-sha-256 password, keeping its data. After that neither the
+// benchmark servers' user nor another local user can connect, a client
+// without the passfile is refused, and the GitHub token in pgbisect's
+// environment is not in the server's.
+func TestOlderClusterMovedAndIsolated(t *testing.T) {
+	needServer(t)
+	if !proc.IsRoot() {
+		t.Skip("needs root: the store and the benchmarks run as two OS users")
+	}
+	storeUser, err := proc.LookupUser("pgbisect")
+	if err != nil {
+		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+	}
+	probe, err := proc.LookupUser("pgbisect-probe")
+	if err != nil {
+		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+	}
+	bench, err := proc.LookupUser("postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := stateDir(t)
+
+	// The older form: made as postgres, then trust and no passfile.
+	s, err := Open(ctx, Config{StateDir: dir, RunAs: "postgres", Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBuild(ctx, Build{Key: "old", Commit: "c0", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	old := s.Cluster()
+	s.Close()
+	if err := old.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old.DataDir(), "pg_hba.conf"), []byte("local all all trust\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(old.Dir, "passfile")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := old.pg().Run(ctx, "pg_ctl", "start", "-w", "-D", old.DataDir(), "-l", old.LogFile()); err != nil {
+		t.Fatalf("starting the older cluster: %v: %s", err, out)
+	}
+
+	t.Setenv("GITHUB_TOKEN", "ghp_storeisolationTOKEN0123456789")
+	s, err = Open(ctx, Config{StateDir: dir, RunAs: "pgbisect", Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Cluster()
+	t.Cleanup(func() {
+		s.Close()
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+	})
+	if b, err := s.Build(ctx, "old"); err != nil || b.Commit != "c0" {
+		t.Fatalf("the moved cluster lost its data: %+v, %v", b, err)
+	}
+	for _, p := range []string{c.Dir, c.DataDir(), filepath.Join(c.DataDir(), "PG_VERSION"), c.SocketDir(), filepath.Join(c.Dir, "passfile")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != storeUser.UID {
+			t.Errorf("%s is uid %d's, want pgbisect's (%d)", p, uid, storeUser.UID)
+		}
+	}
+	hba, err := os.ReadFile(filepath.Join(c.DataDir(), "pg_hba.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(hba), " trust") {
+		t.Errorf("pg_hba.conf still trusts:\n%s", hba)
+	}
+
+	// Without the passfile, pgbisect itself is refused.
+	noPass := strings.Replace(c.URL(), "passfile=", "passfile=/nonexistent", 1)
+	if out, err := proc.Command(ctx, nil, filepath.Join(c.BinDir, "psql"), "-XAtw", "-c", "SELECT 1", noPass).CombinedOutput(); err == nil {
+		t.Errorf("connected without the password: %s", out)
+	}
+	// The benchmark servers' user and another local user cannot reach it.
+	for _, u := range []*proc.User{bench, probe} {
+		cmd := proc.Command(ctx, u, filepath.Join(c.BinDir, "psql"), "-XAtw", "-c", "SELECT 1", c.URL())
+		cmd.Dir = "/"
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("user %s connected to the results store: %s", u.Name, out)
+		} else if !strings.Contains(string(out), "Permission denied") {
+			t.Errorf("user %s refused, but not by the socket directory: %s", u.Name, out)
+		}
+	}
+	// The restarted server never saw the token.
+	st := status(t, c)
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) == 0 || strings.Contains(string(env), "ghp_storeisolation") {
+		t.Errorf("the results server's environment (%d bytes) holds the GitHub token", len(env))
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	redactpkg "github.com/pgbisect/pgbisect/internal/redact"
 	"log/slog"
 	"time"
 
@@ -95,7 +96,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("results database URL: %w (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", err)
+		return nil, fmt.Errorf("results database URL: %s (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", redactpkg.String(err.Error()))
 	}
 	if c := s.cluster; c != nil {
 		// The private cluster may be stopped ("pgbisect db stop") or crash
@@ -104,6 +105,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// before making a new one.
 		pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 		pcfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error { return c.ensureRunning(ctx) }
+	} else {
+		// A shared server restarted under a running bisection: check a
+		// connection idle for more than a moment (pgx's default waits a
+		// second), so the first query after the restart does not fail on
+		// a connection that died with the old server.
+		pcfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+			return p.IdleDuration > 100*time.Millisecond
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

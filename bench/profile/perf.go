@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,7 @@ func (r Recorder) Start(ctx context.Context, pids []int) *Recording {
 	// acknowledgement says the events are on: no sleep, no lost start.
 	rec.cmd = exec.Command(path, "record", "-e", "cpu-clock", "-F", strconv.Itoa(freq), "-g", "--no-buildid-cache",
 		"-o", filepath.Join(rec.dir, "perf.data"), "-D", "-1", "--control", "fifo:"+ctl+","+ack, "-a")
+	rec.cmd.Env = proc.Env()
 	rec.stderr = &bytes.Buffer{}
 	rec.cmd.Stderr = rec.stderr
 	rec.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -198,6 +200,7 @@ func (rec *Recording) Stop(ctx context.Context) Profile {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(sctx, perf, "script", "-i", data, "--show-task-events", "-F", "comm,pid,tid,ip,sym,dso")
+	cmd.Env = proc.Env()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -22,7 +22,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -49,6 +49,10 @@ type Options struct {
 	DB string
 	// RunAs is the unprivileged user servers run as when pgbisect is root.
 	RunAs string
+	// DBRunAs is the user the private results cluster runs as (default
+	// "pgbisect"): another user than RunAs, so that no benchmark server,
+	// scenario SQL or shell step can reach the results store.
+	DBRunAs string
 	// Build are the build options; BuildTimeout bounds every build.
 	Build        build.Options
 	BuildTimeout time.Duration
@@ -123,7 +127,7 @@ func (a *App) Store(ctx context.Context) (*store.Store, error) {
 	if err := os.MkdirAll(a.opts.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	st, err := store.Open(ctx, store.Config{URL: a.opts.DB, StateDir: a.opts.StateDir, RunAs: a.opts.RunAs, Log: a.log})
+	st, err := store.Open(ctx, store.Config{URL: a.opts.DB, StateDir: a.opts.StateDir, RunAs: a.opts.DBRunAs, Log: a.log})
 	if err != nil {
 		return nil, err
 	}
@@ -143,21 +147,9 @@ func StoreName(url string) string {
 	return RedactURL(url)
 }
 
-// RedactURL hides the password of a postgres:// URL.
-func RedactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok || strings.Contains(userinfo, "/") {
-		return u
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return u
-}
+// RedactURL hides a password in a connection string, in every form
+// (internal/redact).
+func RedactURL(u string) string { return redact.String(u) }
 
 // Builder returns the builder of the App's repository, opening (or
 // cloning) it the first time. Clone and build progress go to sink as

@@ -15,6 +15,7 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/redact"
 	"github.com/pgbisect/pgbisect/internal/strictyaml"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
@@ -301,7 +302,7 @@ func bisectSystem(o build.Options) string {
 func bisectReproduce(st *bisect.State) string {
 	in := st.Inputs
 	parts := []string{"pgbisect bisect", "-s", in.Scenario, "--good", build.Short(in.Good), "--bad", build.Short(in.Bad),
-		"--repo", in.Repo, "--metric", in.Metric}
+		"--repo", redact.String(in.Repo), "--metric", in.Metric}
 	if in.Point != "" {
 		parts = append(parts, "--point", in.Point)
 	}

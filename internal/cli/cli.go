@@ -256,7 +256,7 @@ func appOptions(cfg *config.Config, log *slog.Logger) app.Options {
 		suite = append(suite, path)
 	}
 	return app.Options{
-		StateDir: cfg.StateDir, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs,
+		StateDir: cfg.StateDir, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs, DBRunAs: cfg.DBRunAs,
 		Build: cfg.Build.Options(), BuildTimeout: cfg.Build.Timeout,
 		ClientBin: cfg.Bench.ClientBin, KeepClusters: cfg.Bench.KeepClusters,
 		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Log: log,

@@ -86,7 +86,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if err := dm.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "pgbisect daemon: state %s, schedule %q (%s), queue in %s; stop with SIGTERM or Ctrl-C\n",
+	fmt.Fprintf(env.Stderr, "pgbisect daemon: state %s, schedule %q (%s), queue in %s; stop with SIGTERM, SIGHUP or Ctrl-C\n",
 		cfg.StateDir, spec, cfg.Nightly.TimeZone, a.StoreName())
 	return dm.Wait()
 }

@@ -60,7 +60,7 @@ func runDB(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := store.NewCluster(cfg.StateDir, cfg.RunAs, env.Log)
+	cluster, err := store.NewCluster(cfg.StateDir, cfg.DBRunAs, env.Log)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runDB(ctx context.Context, env *Env) error {
 			return err
 		}
 		// Open starts the cluster and migrates, so psql finds the tables.
-		s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+		s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.DBRunAs, Log: env.Log})
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func runDB(ctx context.Context, env *Env) error {
 		fmt.Fprintln(env.Stdout, url)
 		return nil
 	case "migrate":
-		s, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+		s, err := store.Open(ctx, store.Config{URL: cfg.DB, StateDir: cfg.StateDir, RunAs: cfg.DBRunAs, Log: env.Log})
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func runDB(ctx context.Context, env *Env) error {
 	case "psql":
 		if private {
 			// Start and migrate, so the tables are there to look at.
-			s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.RunAs, Log: env.Log})
+			s, err := store.Open(ctx, store.Config{StateDir: cfg.StateDir, RunAs: cfg.DBRunAs, Log: env.Log})
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,11 @@ type Config struct {
 	// RunAs is the unprivileged user that runs initdb, the server and the
 	// client tools when pgbisect runs as root. Default: postgres.
 	RunAs string `yaml:"run_as"`
+	// DBRunAs is the user that runs the private results cluster when
+	// pgbisect is root. It must differ from RunAs, so that a benchmark's
+	// shell or SQL step (run as RunAs) cannot reach the store.
+	// Default: pgbisect (scripts/setup-debian.sh creates it).
+	DBRunAs string `yaml:"db_run_as"`
 	// DB is the results database URL. Default: empty, meaning a private
 	// cluster under the state directory. PGBISECT_DB overrides the file.
 	DB string `yaml:"db"`
@@ -147,6 +152,9 @@ func (c *Config) applyDefaults() {
 	if c.RunAs == "" {
 		c.RunAs = "postgres"
 	}
+	if c.DBRunAs == "" {
+		c.DBRunAs = "pgbisect"
+	}
 	if s := os.Getenv("PGBISECT_DB"); s != "" {
 		c.DB = s
 	}
@@ -217,12 +225,15 @@ func Load(data []byte, name string) (*Config, error) {
 	return c, nil
 }
 
-var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db", "build", "bench", "stats", "github", "nightly",
+var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db_run_as", "db", "build", "bench", "stats", "github", "nightly",
 	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
 	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
 	"api_url", "labels", "report_url", "schedule", "time_zone", "scenarios"}
 
 func (c *Config) validate() error {
+	if c.DBRunAs == c.RunAs {
+		return fmt.Errorf("db_run_as and run_as are both %q: the results store must run as another OS user than the benchmark servers, so that a scenario's steps cannot reach it", c.RunAs)
+	}
 	if c.Build.Jobs < 0 {
 		return errors.New("build.jobs must be 0 (all CPUs) or more")
 	}

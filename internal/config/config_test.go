@@ -33,6 +33,22 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestStoreUserDiffers: the results store and the benchmark servers must
+// run as different OS users, so a scenario's steps cannot reach the store.
+func TestStoreUserDiffers(t *testing.T) {
+	c, err := Load([]byte("branch: master\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DBRunAs != "pgbisect" || c.RunAs == c.DBRunAs {
+		t.Errorf("defaults run_as %q, db_run_as %q: want postgres and pgbisect", c.RunAs, c.DBRunAs)
+	}
+	_, err = Load([]byte("run_as: bench\ndb_run_as: bench\n"), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "db_run_as and run_as are both \"bench\"") {
+		t.Errorf("same user for both: %v, want an error naming them", err)
+	}
+}
+
 func TestShippedConfigLoads(t *testing.T) {
 	c, err := LoadFile("../../configs/pgbisect.yaml")
 	if err != nil {

@@ -29,6 +29,9 @@ type User struct {
 	UID  uint32
 	GID  uint32
 	Home string
+	// Groups are the user's own supplementary groups (from the group
+	// database). A child run as the user gets exactly these, never root's.
+	Groups []uint32
 }
 
 // IsRoot reports whether pgbisect runs with uid 0.
@@ -51,18 +54,29 @@ func LookupUser(name string) (*User, error) {
 	if uid == 0 {
 		return nil, fmt.Errorf("user %q is root; PostgreSQL refuses to run as root: name an unprivileged user", name)
 	}
-	return &User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}, nil
+	pu := &User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
+	if ids, err := u.GroupIds(); err == nil {
+		for _, id := range ids {
+			if g, err := strconv.ParseUint(id, 10, 32); err == nil && g != 0 {
+				pu.Groups = append(pu.Groups, uint32(g))
+			}
+		}
+	}
+	return pu, nil
 }
 
 // Command returns a command that runs in its own process group, is killed
 // with that group when ctx is done, and runs as u when u is not nil and
-// pgbisect is root. u is ignored when pgbisect is not root (it then runs
+// pgbisect is root, with the allowlisted environment Env() (never the GitHub
+// token or a database password). u is ignored when pgbisect is not root (it then runs
 // everything as itself).
 func Command(ctx context.Context, u *User, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
+	// Allowlisted by default (see Env); callers add to it or replace it.
+	cmd.Env = Env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if u != nil && IsRoot() {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, NoSetGroups: true}
+		cmd.SysProcAttr.Credential = u.Credential()
 	}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
@@ -81,6 +95,13 @@ func Command(ctx context.Context, u *User, name string, args ...string) *exec.Cm
 	}
 	cmd.WaitDelay = WaitDelay
 	return cmd
+}
+
+// Credential is what a child run as u gets: its uid, its gid and its own
+// supplementary groups. The groups are set explicitly (setgroups), so root's
+// groups are dropped even when u has none (an empty, non-nil list).
+func (u *User) Credential() *syscall.Credential {
+	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: append([]uint32{}, u.Groups...)}
 }
 
 // Chown gives path to u when pgbisect is root; it does nothing otherwise.

@@ -1,0 +1,140 @@
+package pgcluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/user"
+	"sort"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
+)
+
+// Reserved reports whether a server setting is the cluster's own: where it
+// listens, who may connect and how. A scenario that sets one is refused.
+func Reserved(name string) bool {
+	n := strings.ToLower(name)
+	switch {
+	case n == "listen_addresses", n == "port", strings.HasPrefix(n, "unix_socket_"),
+		n == "hba_file", n == "ident_file", n == "config_file", n == "data_directory",
+		n == "password_encryption", n == "krb_server_keyfile", n == "krb_caseins_users",
+		n == "db_user_namespace", strings.HasPrefix(n, "ssl"), n == "authentication_timeout",
+		n == "scram_iterations":
+		return true
+	}
+	return false
+}
+
+// CheckSettings refuses settings that Reserved names, naming the first.
+func CheckSettings(settings map[string]string) error {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if Reserved(k) {
+			return &ReservedError{Name: k}
+		}
+	}
+	return nil
+}
+
+// ReservedError is a setting a scenario may not change.
+type ReservedError struct{ Name string }
+
+func (e *ReservedError) Error() string {
+	return fmt.Sprintf("setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", e.Name)
+}
+
+// WriteAccess writes pg_hba.conf (and pg_ident.conf for Peer) into the
+// data directory data: local socket connections only, none trusted.
+func (c *Cluster) WriteAccess(data string) error {
+	var hba string
+	switch c.auth() {
+	case Password:
+		hba = "# pgbisect: unix socket only (mode 0700 directory), password from the passfile.\n" +
+			"local all all scram-sha-256\n"
+	case Peer:
+		hba = "# pgbisect: unix socket only (mode 0700 directory), OS users of pg_ident.conf's map.\n" +
+			"local all all peer map=pgbisect\n"
+		var ident strings.Builder
+		ident.WriteString("# pgbisect: the OS users that may connect, all as the superuser.\n")
+		for _, name := range c.peerUsers() {
+			fmt.Fprintf(&ident, "pgbisect %s %s\n", name, c.Role())
+		}
+		if err := c.writeFile(data, "pg_ident.conf", ident.String(), 0o600, false); err != nil {
+			return err
+		}
+	}
+	return c.writeFile(data, "pg_hba.conf", hba, 0o600, false)
+}
+
+// peerUsers are the OS users Peer admits: the server's, pgbisect's own
+// and PeerUsers.
+func (c *Cluster) peerUsers() []string {
+	seen := map[string]bool{}
+	var names []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	if c.User != nil && proc.IsRoot() {
+		add(c.User.Name)
+	}
+	if u, err := user.Current(); err == nil {
+		add(u.Username)
+	}
+	for _, n := range c.PeerUsers {
+		add(n)
+	}
+	return names
+}
+
+// WritePassfile writes the passfile clients read: any host, port and
+// database, the superuser, the password.
+func (c *Cluster) WritePassfile(password string) error {
+	return c.writeFile(c.Dir, "passfile", fmt.Sprintf("*:*:*:%s:%s\n", c.Role(), password), 0o600, false)
+}
+
+// NewPassword returns a random password (128 bits, hex).
+func NewPassword() string { return newPassword() }
+
+func newPassword() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ConnString is the keyword/value connection string of database db.
+func (c *Cluster) ConnString(db string) string {
+	s := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", quoteKV(c.Socket()), c.Port, quoteKV(c.Role()), quoteKV(db))
+	if c.auth() == Password {
+		s += " passfile=" + quoteKV(c.Passfile())
+	}
+	return s
+}
+
+// URL is the connection URL of database db, for pgx and psql; it names
+// the passfile, never the password.
+func (c *Cluster) URL(db string) string {
+	esc := strings.NewReplacer("%", "%25", " ", "%20", "&", "%26", "#", "%23", "=", "%3D", "?", "%3F", "+", "%2B")
+	u := fmt.Sprintf("postgresql:///%s?host=%s&port=%d&user=%s", db, esc.Replace(c.Socket()), c.Port, c.Role())
+	if c.auth() == Password {
+		u += "&passfile=" + esc.Replace(c.Passfile())
+	}
+	return u
+}
+
+func quoteKV(v string) string {
+	if v != "" && !strings.ContainsAny(v, " '\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// QuoteGUC quotes a postgresql.conf value.
+func QuoteGUC(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
