@@ -82,7 +82,7 @@ func TestMalformedScenarios(t *testing.T) {
 		{"not a list", "name: x\nworkload: {sql: x}\n", nil,
 			`x.yaml:2: mapping was used where sequence is expected`},
 		{"bad lifecycle", "lifecycle: reboot\n" + baseScenario, nil,
-			`x.yaml:1: lifecycle "reboot": use fresh (initdb for every sample) or restart (one cluster, restarted for every sample)`},
+			`x.yaml:1: lifecycle "reboot": use fresh (initdb for every sample), restart (one cluster, restarted for every sample) or warm (one running server, a checkpoint between samples)`},
 		{"bad template", strings.Replace(baseScenario, "SELECT {{.rows}}", "SELECT {{.rows", 1), nil,
 			`x.yaml:7: bad template: unclosed action`},
 		{"unknown template variable", strings.Replace(baseScenario, "{{.rows}}", "{{.row}}", 1), nil,
