@@ -63,7 +63,7 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--poll", "100ms"}, &dout, &dout)
 	}()
 
-	st, err := store.Open(context.Background(), store.Config{StateDir: state, RunAs: "postgres"})
+	st, err := store.Open(context.Background(), store.Config{StateDir: state, RunAs: "pgbisect"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 	if err := os.Mkdir(results, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, store.Config{StateDir: results, RunAs: "postgres", StopOnClose: true})
+	st, err := store.Open(ctx, store.Config{StateDir: results, RunAs: "pgbisect", StopOnClose: true})
 	if err != nil {
 		t.Fatal(err)
 	}
