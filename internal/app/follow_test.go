@@ -31,10 +31,10 @@ const (
 	bisectorStateEnv = "PGBISECT_TEST_BISECTOR_STATE"
 	bisectorGoodEnv  = "PGBISECT_TEST_BISECTOR_GOOD"
 	bisectorBadEnv   = "PGBISECT_TEST_BISECTOR_BAD"
-	bisectorJob      = "follow-test"
+	bisectorJobEnv   = "PGBISECT_TEST_BISECTOR_JOB"
 )
 
-// bisectorMain runs a bisection as job bisectorJob and prints its events'
+// bisectorMain runs a bisection as the job named in the environment and prints its events'
 // lines on stdout, as a terminal shows them.
 func bisectorMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -50,7 +50,7 @@ func bisectorMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	_, err = a.Bisect(ctx, bisectorJob, BisectRequest{Scenario: "../../configs/scenarios/copy-single.yaml",
+	_, err = a.Bisect(ctx, os.Getenv(bisectorJobEnv), BisectRequest{Scenario: "../../configs/scenarios/copy-single.yaml",
 		Good: os.Getenv(bisectorGoodEnv), Bad: os.Getenv(bisectorBadEnv)}, func(e Event) {
 		fmt.Printf("%s %s\n", e.Kind, e.Text)
 	})
@@ -71,6 +71,7 @@ func TestFollowBisectionFromAnotherProcess(t *testing.T) {
 	defer cancel()
 	repo, c1, _, c3, _ := gittest.Repo(t)
 	state := t.TempDir()
+	job := fmt.Sprintf("follow-test-%d", time.Now().UnixNano()) // the store outlives one run of the test
 
 	type seen struct {
 		kind, text string
@@ -80,7 +81,7 @@ func TestFollowBisectionFromAnotherProcess(t *testing.T) {
 		var got []seen
 		// A follower that may start before the job's first event: it
 		// listens, reads what there is, then waits for more.
-		err := st.FollowEvents(ctx, bisectorJob, 0, func(se store.Event) error {
+		err := st.FollowEvents(ctx, job, 0, func(se store.Event) error {
 			e, err := Decode(se)
 			if err != nil {
 				return err
@@ -99,7 +100,7 @@ func TestFollowBisectionFromAnotherProcess(t *testing.T) {
 
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), bisectorDBEnv+"="+st.Cluster().URL(), bisectorRepoEnv+"="+repo, bisectorStateEnv+"="+state,
-		bisectorGoodEnv+"="+c1, bisectorBadEnv+"="+c3)
+		bisectorGoodEnv+"="+c1, bisectorBadEnv+"="+c3, bisectorJobEnv+"="+job)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
