@@ -304,6 +304,8 @@ type SimRun struct {
 	// culprits whose candidates hold no true culprit.
 	Found, WrongBlames int
 	Builds, Samples    int
+	// Spend splits Samples by phase and verdict.
+	Spend Spend
 	// Bound is log2 of the commits that can be culprits: what a plain
 	// binary search with perfect verdicts would build.
 	Bound float64
@@ -346,7 +348,7 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 
 // score compares a finished bisection with the truth.
 func score(s *State, h *SimHistory) SimRun {
-	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken,
+	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken, Spend: s.Spend(),
 		Bound: math.Log2(float64(max(1, s.CandidateCount())))}
 	named := map[int]bool{}
 	for _, c := range s.Culprits {
@@ -373,6 +375,7 @@ type SimRow struct {
 	// WrongRate the share of runs blaming at least one wrong commit.
 	ExactRate, WrongRate float64
 	Builds, Samples      float64 // means per bisection
+	Spend                SpendMean
 	Bound                float64 // mean log2(candidates)
 }
 
@@ -410,6 +413,7 @@ func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, err
 		}
 		row.Builds += float64(res.Builds)
 		row.Samples += float64(res.Samples)
+		row.Spend.add(res.Spend)
 		row.Bound += res.Bound
 	}
 	f := float64(runs)
@@ -417,6 +421,7 @@ func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, err
 	row.WrongRate /= f
 	row.Builds /= f
 	row.Samples /= f
+	row.Spend.scale(1 / f)
 	row.Bound /= f
 	return row, nil
 }

@@ -72,9 +72,11 @@ func TestSimulationTable(t *testing.T) {
 		}
 		rows = append(rows, row)
 		fmt.Fprint(os.Stderr, FormatSimTable([]SimRow{row}))
+		fmt.Fprint(os.Stderr, FormatSpendTable([]SimRow{row}))
 	}
 	out := fmt.Sprintf("Defaults: search alpha %.2f, min effect %.0f%%, budget %d samples per side (checks %d), wrong-blame bound %.0f%%.\n\n%s",
-		DefaultThresholds.Alpha, 100*DefaultThresholds.MinEffect, DefaultThresholds.MaxSamples, CheckBudget*DefaultThresholds.MaxSamples, 1.0, FormatSimTable(rows))
+		DefaultThresholds.Alpha, 100*DefaultThresholds.MinEffect, DefaultThresholds.MaxSamples, CheckBudget*DefaultThresholds.MaxSamples, 1.0, FormatSimTable(rows)) +
+		"\nWhere the samples go (means per bisection):\n\n" + FormatSpendTable(rows)
 	if err := os.WriteFile(*simTable, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}

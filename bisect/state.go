@@ -239,6 +239,10 @@ type Pair struct {
 	// was chosen to follow. A forced pair is searched like a regression,
 	// but only a check with fresh samples can make a culprit of it.
 	Forced bool `json:"forced,omitempty"`
+	// Taken counts the samples taken for this comparison (both sides), so
+	// that a bisection can say where its samples went (see Spend). States
+	// saved before it was kept have none.
+	Taken int `json:"taken,omitempty"`
 	// Dropped is set when a point inside or at the end of the pair turned
 	// out to be unmeasurable: the pair is forgotten, and the pair it was
 	// split from is split again elsewhere (see MarkUnmeasurable).
