@@ -73,6 +73,9 @@ func (s *State) Finding(r Report) *notify.Finding {
 		Env: r.Env, Build: r.Build, Settings: r.Settings, Reproduce: r.Reproduce,
 		Started: s.Started, Finished: s.Updated, Builds: s.BuildsDone, Samples: s.SamplesTaken,
 	}
+	sp := s.Spend()
+	f.SamplesBy = &notify.SampleSpend{Endpoints: sp.Endpoints, Search: sp.Search, Checks: sp.Checks, Regression: sp.Regression,
+		Same: sp.Same, Smaller: sp.Smaller, Undecided: sp.Undecided + sp.Improvement, Unsplit: sp.Unsplit}
 	switch s.Outcome {
 	case OutcomeFound:
 		f.Kind = notify.Regression
@@ -129,6 +132,13 @@ func (s *State) log(commit func(int) notify.Commit) []notify.Step {
 		}
 	}
 	idx := slices.Clone(s.Points)
+	for _, p := range s.Pairs { // points a merged pair took out of the search
+		for _, i := range []int{p.Left, p.Right} {
+			if !p.Dropped && !slices.Contains(idx, i) {
+				idx = append(idx, i)
+			}
+		}
+	}
 	for i, c := range s.Commits {
 		if s.skipped(i) && !c.NoCompile && !slices.Contains(idx, i) {
 			idx = append(idx, i)

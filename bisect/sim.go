@@ -79,6 +79,9 @@ type SimConfig struct {
 	// Window is the bisection's State.Window: 0 takes DefaultWindow, -1
 	// reuses every sample however old (as bisections before windows did).
 	Window int
+	// Plan is the bisection's State.Plan: 0 takes CurrentPlan, -1 plan 0
+	// (both halves of every split judged, as bisections before plans did).
+	Plan int
 }
 
 // Drift is a model of a machine whose speed changes over the hours of a
@@ -333,6 +336,9 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	}
 	if cfg.Window != 0 {
 		s.Window = max(cfg.Window, 0)
+	}
+	if cfg.Plan != 0 {
+		s.Plan = max(cfg.Plan, 0)
 	}
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
 	if err := e.Run(context.Background(), s); err != nil {

@@ -16,6 +16,7 @@ var (
 	simTable = flag.String("simtable", "", "run the simulation table and write it as Markdown to this file")
 	simRuns  = flag.Int("simruns", 200, "bisections per row of the simulation table")
 	simOnly  = flag.String("simrows", "", "comma-separated row numbers (from 1) of the simulation table to run; empty: all")
+	simPrev  = flag.Bool("simbefore", false, "run the table with the planner before issue 21 (plan 0, fresh samples only)")
 )
 
 // simRows are the families of the README's simulation table.
@@ -65,6 +66,9 @@ func TestSimulationTable(t *testing.T) {
 	for i, cfg := range simRows() {
 		if len(only) > 0 && !only[i+1] {
 			continue
+		}
+		if *simPrev {
+			cfg.Plan, cfg.Window = -1, 1
 		}
 		row, err := SimulateRow(cfg, *simRuns, uint64(i+1), runtime.NumCPU())
 		if err != nil {

@@ -14,8 +14,11 @@ type Spend struct {
 	Search    int `json:"search"`
 	Checks    int `json:"checks"`
 
-	Regression  int `json:"regression"`
-	Same        int `json:"same"`
+	Regression int `json:"regression"`
+	Same       int `json:"same"`
+	// Smaller counts samples of older halves shown smaller than their
+	// parent's regression (VerdictSmaller).
+	Smaller     int `json:"smaller,omitempty"`
 	Improvement int `json:"improvement,omitempty"`
 	// Undecided counts samples of comparisons that ended inconclusive,
 	// became unmeasurable, or are still running.
@@ -39,6 +42,8 @@ func (s *State) Spend() Spend {
 			sp.Regression += n
 		case VerdictSame:
 			sp.Same += n
+		case VerdictSmaller:
+			sp.Smaller += n
 		case VerdictImprovement:
 			sp.Improvement += n
 		default:
@@ -67,6 +72,9 @@ func (s *State) Spend() Spend {
 func (sp Spend) String() string {
 	out := fmt.Sprintf("%d samples: endpoints %d, search %d, checks %d; regression %d, same %d", sp.Total(),
 		sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
+	if sp.Smaller > 0 {
+		out += fmt.Sprintf(", smaller than the parent's regression %d", sp.Smaller)
+	}
 	if sp.Improvement > 0 {
 		out += fmt.Sprintf(", improvement %d", sp.Improvement)
 	}
@@ -79,8 +87,8 @@ func (sp Spend) String() string {
 
 // SpendMean is the mean Spend of many simulated bisections.
 type SpendMean struct {
-	Endpoints, Search, Checks                float64
-	Regression, Same, Improvement, Undecided float64
+	Endpoints, Search, Checks                         float64
+	Regression, Same, Smaller, Improvement, Undecided float64
 }
 
 func (m *SpendMean) add(sp Spend) {
@@ -89,12 +97,13 @@ func (m *SpendMean) add(sp Spend) {
 	m.Checks += float64(sp.Checks)
 	m.Regression += float64(sp.Regression)
 	m.Same += float64(sp.Same)
+	m.Smaller += float64(sp.Smaller)
 	m.Improvement += float64(sp.Improvement)
 	m.Undecided += float64(sp.Undecided)
 }
 
 func (m *SpendMean) scale(f float64) {
-	for _, x := range []*float64{&m.Endpoints, &m.Search, &m.Checks, &m.Regression, &m.Same, &m.Improvement, &m.Undecided} {
+	for _, x := range []*float64{&m.Endpoints, &m.Search, &m.Checks, &m.Regression, &m.Same, &m.Smaller, &m.Improvement, &m.Undecided} {
 		*x *= f
 	}
 }
@@ -104,17 +113,17 @@ func (m *SpendMean) scale(f float64) {
 // comparison each sample was taken for.
 func FormatSpendTable(rows []SimRow) string {
 	var b strings.Builder
-	b.WriteString("| commits | culprits | effect | noise | drift | samples | endpoints | search | checks | regression | same | undecided |\n")
-	b.WriteString("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| commits | culprits | effect | noise | drift | samples | endpoints | search | checks | regression | same | smaller | undecided |\n")
+	b.WriteString("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		c, m := r.Config, r.Spend
 		eff := fmt.Sprintf("%.0f%%", 100*c.Effect)
 		if c.Effect == 0 {
 			eff = fmt.Sprintf("%.0f–%.0f%%", 100*c.MinEffect, 100*c.MaxEffect)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %s %.0f%% | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %d | %s | %s %.0f%% | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
 			c.Commits, c.Culprits, eff, c.Noise, 100*c.Sigma, c.Drift, r.Samples,
-			m.Endpoints, m.Search, m.Checks, m.Regression, m.Same, m.Undecided+m.Improvement)
+			m.Endpoints, m.Search, m.Checks, m.Regression, m.Same, m.Smaller, m.Undecided+m.Improvement)
 	}
 	return b.String()
 }
