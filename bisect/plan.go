@@ -120,6 +120,17 @@ func (s *State) searchPass(now time.Time) (Action, bool) {
 			continue
 		}
 		m, ok := s.midpoint(l, r)
+		if !ok && s.Pairs[k].Inferred {
+			// An inferred pair becomes a suspect only on its own
+			// evidence: judged now, it stays followed if a regression.
+			if act, ok := s.judgePair(k, now); !ok {
+				return act, false
+			}
+			if s.force(s.Pairs[k].Parent, now) {
+				j = -1
+			}
+			continue
+		}
 		if !ok {
 			continue // adjacent: a suspect
 		}
@@ -139,7 +150,12 @@ func (s *State) searchPass(now time.Time) (Action, bool) {
 }
 
 // followed reports whether the search splits the pair further.
-func (p Pair) followed() bool { return p.Verdict == VerdictRegression || p.Forced || p.Inferred }
+//
+// An inferred pair is followed until it is judged: that happens only when
+// it is adjacent, and then its own verdict decides.
+func (p Pair) followed() bool {
+	return p.Verdict == VerdictRegression || p.Forced || (p.Inferred && p.Verdict == VerdictPending)
+}
 
 // settle decides, under Plan 1, what becomes of the newer half of a split
 // once its older half, pair k, is judged: when k is the same, the
@@ -297,7 +313,7 @@ func (s *State) force(k int, now time.Time) bool {
 		if p.Verdict == VerdictPending || p.followed() {
 			return false
 		}
-		if p.Verdict != VerdictSame && p.Result != nil && p.Result.Worse > 0 && p.Result.P < bestP {
+		if p.Verdict != VerdictSame && p.Verdict != VerdictSmaller && p.Result != nil && p.Result.Worse > 0 && p.Result.P < bestP {
 			best, bestP = c, p.Result.P
 		}
 	}
