@@ -622,6 +622,19 @@ func TestSpend(t *testing.T) {
 			culprits[plan] = append(culprits[plan], c.Candidates)
 		}
 		spent[plan] = s.SamplesTaken
+		if plan == 1 {
+			// The culprit in the newer half of the first split is found
+			// through a merged pair of deferred halves.
+			var merged, inferred, smaller bool
+			for _, p := range s.Pairs {
+				merged = merged || (p.Merged && p.Verdict == VerdictRegression)
+				inferred = inferred || p.Inferred
+				smaller = smaller || p.Verdict == VerdictSmaller
+			}
+			if !merged || !inferred || !smaller {
+				t.Errorf("plan 1: a merged pair regressed %v, a pair inferred %v, a half smaller %v; want all\n%s", merged, inferred, smaller, eventLog(s))
+			}
+		}
 		if !strings.Contains(sp.String(), fmt.Sprintf("%d samples: endpoints %d, search %d, checks %d", s.SamplesTaken, sp.Endpoints, sp.Search, sp.Checks)) {
 			t.Errorf("plan %d: %q", plan, sp)
 		}
