@@ -398,12 +398,18 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 		p.From = s.SamplesTaken
 	}
 	var smaller func(stats.Comparison) bool
-	if s.olderHalf(k) {
+	if olderHalf := s.olderHalf(k); olderHalf || p.Merged {
 		// The older half of a split need not be shown the same: it is
 		// enough to show that it does not hold its parent's regression,
 		// whose change is theta; its own smaller regressions are looked
-		// for at the end (VerdictSmaller, mergeDeferred).
-		theta := max(s.Inputs.Thresholds.MinEffect, SmallerShare*s.parentChange(k))
+		// for at the end (VerdictSmaller, mergeDeferred). A merged pair
+		// need only show that it holds no regression of the minimum
+		// effect: its upper bound alone, not the whole interval, inside
+		// the band of "same".
+		theta := s.Inputs.Thresholds.MinEffect
+		if olderHalf {
+			theta = max(theta, SmallerShare*s.parentChange(k))
+		}
 		smaller = func(c stats.Comparison) bool {
 			worseHi := c.Hi - 1
 			if s.Inputs.Direction == stats.HigherIsBetter {

@@ -224,7 +224,9 @@ const (
 	// smaller than the regression of the pair it was split from (Plan 1),
 	// so that regression lies in the newer half. The half may still hold
 	// a smaller regression of its own: it is deferred (see Pair.Deferred)
-	// and judged again, merged with its neighbours, at the end.
+	// and judged again, merged with its neighbours, at the end. A merged
+	// pair is judged smaller once the upper end of its interval is below
+	// the minimum effect: it holds no regression worth a search.
 	VerdictSmaller Verdict = "smaller"
 )
 
