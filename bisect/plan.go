@@ -86,8 +86,8 @@ func (s *State) Next(now time.Time) Action {
 //
 // Under Plan 1 a split costs one comparison, not two: the older half is
 // judged, and the newer half is followed without a comparison when the
-// older one is the same (settle), or deferred when the older one is a
-// regression. Deferred pairs are judged last, each run of adjacent ones
+// older one is the same or smaller (settle), or deferred when the older
+// one is a regression. Deferred pairs are judged last, each run of adjacent ones
 // as one merged pair (mergeDeferred), so the ranges beside a culprit are
 // shown free of another one once, not at every level of the search.
 func (s *State) searchStep(now time.Time) (Action, bool) {
@@ -158,10 +158,10 @@ func (p Pair) followed() bool {
 }
 
 // settle decides, under Plan 1, what becomes of the newer half of a split
-// once its older half, pair k, is judged: when k is the same, the
-// regression of their parent lies in the newer half, which is followed
-// (Inferred) without a comparison; when k is a regression, the newer half
-// is deferred (see mergeDeferred). Otherwise (inconclusive, improved) the
+// once its older half, pair k, is judged: when k is the same or smaller
+// (then k is deferred too), the regression of their parent lies in the
+// newer half, which is followed (Inferred) without a comparison; when k
+// is a regression, the newer half is deferred (see mergeDeferred). Otherwise (inconclusive, improved) the
 // newer half is judged as before. A wrong inference costs samples, never
 // a wrong blame: a culprit is only ever blamed by a check with fresh
 // samples.
@@ -211,7 +211,8 @@ func (s *State) parentChange(k int) float64 {
 
 // mergeDeferred judges the deferred pairs once nothing else is left to
 // do: each run of adjacent deferred pairs (often of one) becomes one
-// merged pair over the run, whose inner points leave the search. It reports whether it changed anything.
+// merged pair over the run, whose inner points leave the search. It
+// reports whether it changed anything.
 func (s *State) mergeDeferred(now time.Time) bool {
 	if s.Plan < 1 {
 		return false
