@@ -427,10 +427,11 @@ func TestDriftDoesNotConfound(t *testing.T) {
 	}
 }
 
-// TestResumeOldState resumes states saved before sample times and windows
-// existed (no sample_seq, window or from): they decode, and the bisection
-// continues as it began, reusing every sample, exactly like an
-// uninterrupted run of the old behaviour.
+// TestResumeOldState resumes states saved before sample times, windows,
+// plans and per-comparison counts existed (no sample_seq, window, from,
+// plan or taken): they decode, and the bisection continues as it began,
+// reusing every sample and judging both halves of every split (Plan 0),
+// exactly like an uninterrupted run of the old behaviour.
 func TestResumeOldState(t *testing.T) {
 	h := history(24, []int{4, 13}, map[int]float64{9: 0.3, 18: 0.2}, []int{15})
 	run := func(s *State, lab *detLab, saver Saver, ctx context.Context) error {
@@ -439,14 +440,14 @@ func TestResumeOldState(t *testing.T) {
 	in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed",
 		Direction: stats.LowerIsBetter, Thresholds: testThresholds}
 	want, _ := NewState(in, h.Commits, time.Time{})
-	want.Window = 0
+	want.Window, want.Plan = 0, 0
 	ref := newDetLab(h, 0.03)
 	if err := run(want, ref, nil, context.Background()); err != nil || want.Outcome != OutcomeFound {
 		t.Fatalf("reference run: %v %s", err, want.Summary)
 	}
 	for _, stop := range []int{ref.actions / 3, 2 * ref.actions / 3} {
 		s, _ := NewState(in, h.Commits, time.Time{})
-		s.Window = 0
+		s.Window, s.Plan = 0, 0
 		lab := newDetLab(h, 0.03)
 		ctx, cancel := context.WithCancel(context.Background())
 		lab.stopAt, lab.cancel = stop, cancel
@@ -465,9 +466,11 @@ func TestResumeOldState(t *testing.T) {
 		raw["inputs"].(map[string]any)["direction"] = 0 // before there was one Direction type
 		for _, p := range raw["pairs"].([]any) {
 			delete(p.(map[string]any), "from")
+			delete(p.(map[string]any), "taken")
 		}
 		old, _ := json.Marshal(raw)
-		if strings.Contains(string(old), "sample_seq") || strings.Contains(string(old), `"from"`) {
+		if strings.Contains(string(old), "sample_seq") || strings.Contains(string(old), `"from"`) ||
+			strings.Contains(string(old), `"plan"`) || strings.Contains(string(old), `"taken"`) {
 			t.Fatal("the old state still holds new fields")
 		}
 		got, err := Decode(old)
@@ -480,6 +483,12 @@ func TestResumeOldState(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got.Samples, want.Samples) || !reflect.DeepEqual(got.Culprits, want.Culprits) || got.SamplesTaken != want.SamplesTaken {
 			t.Fatalf("stop %d: resumed old state differs: %s (%d samples) vs %s (%d samples)", stop, got.Summary, got.SamplesTaken, want.Summary, want.SamplesTaken)
+		}
+		// The samples taken before the resume cannot be split by
+		// comparison; those after it can, and all are accounted for.
+		sp := got.Spend()
+		if sp.Total() != got.SamplesTaken || sp.Unsplit == 0 || sp.Unsplit >= got.SamplesTaken || sp.Checks == 0 {
+			t.Fatalf("stop %d: spend of a resumed old state: %+v, %d samples taken", stop, sp, got.SamplesTaken)
 		}
 	}
 }
@@ -519,4 +528,66 @@ func TestEndpointMessages(t *testing.T) {
 			t.Log(s.Summary)
 		})
 	}
+}
+
+// TestSpend checks that every sample of a bisection is accounted for once,
+// by phase and by verdict, and that the plan of new states (one
+// comparison per split, deferred halves judged merged at the end) spends
+// fewer samples than judging both halves of every split, for the same
+// culprits.
+func TestSpend(t *testing.T) {
+	h := history(60, []int{5, 6, 30}, map[int]float64{12: 0.15, 44: 0.30}, nil)
+	run := func(plan int) *State {
+		lab := newDetLab(h, 0.05)
+		in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed",
+			Direction: stats.LowerIsBetter, Thresholds: testThresholds}
+		s, err := NewState(in, h.Commits, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Plan = plan
+		if err := (&Engine{Builder: lab, Measurer: lab}).Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var culprits [2][][]int
+	var spent [2]int
+	for plan := range 2 {
+		s := run(plan)
+		sp := s.Spend()
+		if sp.Unsplit != 0 || sp.Total() != s.SamplesTaken || sp.Endpoints == 0 || sp.Search == 0 || sp.Checks == 0 {
+			t.Errorf("plan %d: phases %+v do not add up to %d samples", plan, sp, s.SamplesTaken)
+		}
+		if v := sp.Regression + sp.Same + sp.Smaller + sp.Improvement + sp.Undecided; v != s.SamplesTaken {
+			t.Errorf("plan %d: verdicts %+v add up to %d, not %d samples", plan, sp, v, s.SamplesTaken)
+		}
+		for _, c := range s.Culprits {
+			culprits[plan] = append(culprits[plan], c.Candidates)
+		}
+		spent[plan] = s.SamplesTaken
+		if plan == 1 {
+			// The culprit in the newer half of the first split is found
+			// through a merged pair of deferred halves.
+			var merged, inferred, smaller bool
+			for _, p := range s.Pairs {
+				merged = merged || (p.Merged && p.Verdict == VerdictRegression)
+				inferred = inferred || p.Inferred
+				smaller = smaller || p.Verdict == VerdictSmaller
+			}
+			if !merged || !inferred || !smaller {
+				t.Errorf("plan 1: a merged pair regressed %v, a pair inferred %v, a half smaller %v; want all\n%s", merged, inferred, smaller, eventLog(s))
+			}
+		}
+		if !strings.Contains(sp.String(), fmt.Sprintf("%d samples: endpoints %d, search %d, checks %d", s.SamplesTaken, sp.Endpoints, sp.Search, sp.Checks)) {
+			t.Errorf("plan %d: %q", plan, sp)
+		}
+	}
+	if want := [][]int{{44}, {12}}; !reflect.DeepEqual(culprits[0], want) || !reflect.DeepEqual(culprits[1], want) {
+		t.Errorf("culprits %v (plan 0) and %v (plan 1), want %v", culprits[0], culprits[1], want)
+	}
+	if spent[1] >= spent[0] {
+		t.Errorf("plan 1 took %d samples, plan 0 %d", spent[1], spent[0])
+	}
+	t.Logf("samples: plan 0 %d, plan 1 %d", spent[0], spent[1])
 }

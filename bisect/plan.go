@@ -83,13 +83,35 @@ func (s *State) Next(now time.Time) Action {
 // searchStep judges every pair of adjacent points, left to right, and
 // splits each pair judged a regression at its midpoint until it is
 // adjacent. It reports true when nothing is left to judge or split.
+//
+// Under Plan 1 a split costs one comparison, not two: the older half is
+// judged, and the newer half is followed without a comparison when the
+// older one is the same or smaller (settle), or deferred when the older
+// one is a regression. Deferred pairs are judged last, each run of adjacent ones
+// as one merged pair (mergeDeferred), so the ranges beside a culprit are
+// shown free of another one once, not at every level of the search.
 func (s *State) searchStep(now time.Time) (Action, bool) {
+	for {
+		act, ok := s.searchPass(now)
+		if !ok || !s.mergeDeferred(now) {
+			return act, ok
+		}
+	}
+}
+
+func (s *State) searchPass(now time.Time) (Action, bool) {
 	for j := 0; j+1 < len(s.Points); j++ {
 		l, r := s.Points[j], s.Points[j+1]
 		k := s.pairIndex(l, r)
-		if act, ok := s.judgePair(k, now); !ok {
-			return act, false
+		if s.deferred(k) {
+			continue // judged at the end (mergeDeferred)
 		}
+		if !s.Pairs[k].Inferred || s.Pairs[k].Verdict != VerdictPending {
+			if act, ok := s.judgePair(k, now); !ok {
+				return act, false
+			}
+		}
+		s.settle(k, now)
 		if s.force(s.Pairs[k].Parent, now) {
 			j = -1 // a pair to the left may now be followed
 			continue
@@ -98,8 +120,22 @@ func (s *State) searchStep(now time.Time) (Action, bool) {
 			continue
 		}
 		m, ok := s.midpoint(l, r)
+		if !ok && s.Pairs[k].Inferred {
+			// An inferred pair becomes a suspect only on its own
+			// evidence: judged now, it stays followed if a regression.
+			if act, ok := s.judgePair(k, now); !ok {
+				return act, false
+			}
+			if s.force(s.Pairs[k].Parent, now) {
+				j = -1
+			}
+			continue
+		}
 		if !ok {
 			continue // adjacent: a suspect
+		}
+		if s.Plan >= 1 {
+			m = s.builtMidpoint(l, r, m)
 		}
 		if s.Builds[s.Commits[m].Key] == nil {
 			return Action{Kind: ActBuild, Commit: m, Pair: -1, Check: -1}, false
@@ -114,7 +150,140 @@ func (s *State) searchStep(now time.Time) (Action, bool) {
 }
 
 // followed reports whether the search splits the pair further.
-func (p Pair) followed() bool { return p.Verdict == VerdictRegression || p.Forced }
+//
+// An inferred pair is followed until it is judged: that happens only when
+// it is adjacent, and then its own verdict decides.
+func (p Pair) followed() bool {
+	return p.Verdict == VerdictRegression || p.Forced || (p.Inferred && p.Verdict == VerdictPending)
+}
+
+// settle decides, under Plan 1, what becomes of the newer half of a split
+// once its older half, pair k, is judged: when k is the same or smaller
+// (then k is deferred too), the regression of their parent lies in the
+// newer half, which is followed (Inferred) without a comparison; when k
+// is a regression, the newer half is deferred (see mergeDeferred). Otherwise (inconclusive, improved) the
+// newer half is judged as before. A wrong inference costs samples, never
+// a wrong blame: a culprit is only ever blamed by a check with fresh
+// samples.
+func (s *State) settle(k int, now time.Time) {
+	if !s.olderHalf(k) {
+		return
+	}
+	p, sib := s.Pairs[k], &s.Pairs[k+1]
+	switch p.Verdict {
+	case VerdictSame, VerdictSmaller:
+		what := "the same"
+		if p.Verdict == VerdictSmaller {
+			s.Pairs[k].Deferred = true
+			what = "smaller than " + s.RangeName(Range{First: s.Pairs[p.Parent].Left, Last: s.Pairs[p.Parent].Right}) + "'s change"
+		}
+		sib.Inferred = true
+		s.logf(now, "infer", s.Commits[sib.Right].Hash, "%s..%s is %s, so the regression lies in %s..%s: followed without a comparison",
+			s.Commits[p.Left].Short(), s.Commits[p.Right].Short(), what, s.Commits[sib.Left].Short(), s.Commits[sib.Right].Short())
+	case VerdictRegression:
+		sib.Deferred = true
+	}
+}
+
+// olderHalf reports whether pair k is, under Plan 1, the older half of a
+// split whose newer half (pair k+1) is not yet judged, inferred or
+// deferred.
+func (s *State) olderHalf(k int) bool {
+	if s.Plan < 1 || k+1 >= len(s.Pairs) {
+		return false
+	}
+	p, sib := s.Pairs[k], s.Pairs[k+1]
+	return p.Parent >= 0 && !p.Merged && !p.Dropped && sib.Parent == p.Parent && sib.Left == p.Right && !sib.Dropped &&
+		sib.Verdict == VerdictPending && !sib.Inferred && !sib.Deferred && s.Pairs[p.Parent].Left == p.Left
+}
+
+// parentChange is the change (Result.Worse) of the nearest pair above k
+// that was judged with a change for the worse: the regression its split
+// looks for.
+func (s *State) parentChange(k int) float64 {
+	for q := s.Pairs[k].Parent; q >= 0; q = s.Pairs[q].Parent {
+		if r := s.Pairs[q].Result; r != nil && r.Worse > 0 && s.Pairs[q].followed() {
+			return r.Worse
+		}
+	}
+	return 0
+}
+
+// mergeDeferred judges the deferred pairs once nothing else is left to
+// do: each run of adjacent deferred pairs (often of one) becomes one
+// merged pair over the run, whose inner points leave the search. It
+// reports whether it changed anything.
+func (s *State) mergeDeferred(now time.Time) bool {
+	if s.Plan < 1 {
+		return false
+	}
+	changed := false
+	for j := 0; j+1 < len(s.Points); j++ {
+		k := s.pairIndex(s.Points[j], s.Points[j+1])
+		if !s.deferred(k) {
+			continue
+		}
+		end, widest := j+1, k
+		for end+1 < len(s.Points) {
+			n := s.pairIndex(s.Points[end], s.Points[end+1])
+			if !s.deferred(n) {
+				break
+			}
+			if len(s.candidates(s.Pairs[n].Left, s.Pairs[n].Right)) > len(s.candidates(s.Pairs[widest].Left, s.Pairs[widest].Right)) {
+				widest = n
+			}
+			end++
+		}
+		changed = true
+		// A run of one pair is judged as a merged pair of one (the
+		// deferred pair itself stays as it was, so that nothing defers
+		// it again).
+		l, r := s.Points[j], s.Points[end]
+		// The widest pair's parent holds the whole run: the run lies beside
+		// the chain of regressions that pair's sibling started.
+		s.Pairs = append(s.Pairs, Pair{Left: l, Right: r, Parent: s.Pairs[widest].Parent, Merged: true})
+		s.Points = slices.Delete(s.Points, j+1, end)
+		s.logf(now, "merge", s.Commits[r].Hash, "%s..%s (%d candidates, %d ranges left beside a regression) is judged as one",
+			s.Commits[l].Short(), s.Commits[r].Short(), len(s.candidates(l, r)), end-j)
+	}
+	return changed
+}
+
+// deferred reports whether pair k waits for mergeDeferred: deferred and
+// not yet judged, or judged smaller than its parent (which says nothing
+// about a smaller regression of its own).
+func (s *State) deferred(k int) bool {
+	p := s.Pairs[k]
+	return p.Deferred && !p.Dropped && (p.Verdict == VerdictPending || p.Verdict == VerdictSmaller)
+}
+
+// builtMidpoint returns, under Plan 1, a commit already built that splits
+// the candidates of (l, r] no worse than one quarter to three quarters,
+// the closest to m; m when there is none. A merged pair holds the points
+// of the pairs it was made of, and splitting at one of them saves a build.
+func (s *State) builtMidpoint(l, r, m int) int {
+	if b := s.Builds[s.Commits[m].Key]; b != nil {
+		return m
+	}
+	kl, kr := s.Commits[l].Key, s.Commits[r].Key
+	total := len(s.candidates(l, r))
+	best, bestD, left := m, math.MaxInt, 0
+	for i := l + 1; i < r; i++ {
+		c := s.Commits[i]
+		if c.NoCompile {
+			continue
+		}
+		left++
+		b := s.Builds[c.Key]
+		if b == nil || s.Skipped(i) || c.Key == kl || c.Key == kr || 4*left < total || 4*left > 3*total {
+			continue
+		}
+		if d := abs(i - m); d < bestD {
+			best, bestD = i, d
+		}
+	}
+	return best
+}
 
 // force makes a forced choice among the halves of pair k once both are
 // judged: when the pair is followed but neither half is a regression, the
@@ -145,7 +314,7 @@ func (s *State) force(k int, now time.Time) bool {
 		if p.Verdict == VerdictPending || p.followed() {
 			return false
 		}
-		if p.Verdict != VerdictSame && p.Result != nil && p.Result.Worse > 0 && p.Result.P < bestP {
+		if p.Verdict != VerdictSame && p.Verdict != VerdictSmaller && p.Result != nil && p.Result.Worse > 0 && p.Result.P < bestP {
 			best, bestP = c, p.Result.P
 		}
 	}
@@ -229,24 +398,63 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 	if p.Target == 0 {
 		p.From = s.SamplesTaken
 	}
-	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds, s.orderSeed(2*k))
+	var smaller func(stats.Comparison) bool
+	if olderHalf := s.olderHalf(k); olderHalf || p.Merged {
+		// The older half of a split need not be shown the same: it is
+		// enough to show that it does not hold its parent's regression,
+		// whose change is theta; its own smaller regressions are looked
+		// for at the end (VerdictSmaller, mergeDeferred). A merged pair
+		// need only show that it holds no regression of the minimum
+		// effect: its upper bound alone, not the whole interval, inside
+		// the band of "same".
+		theta := s.Inputs.Thresholds.MinEffect
+		if olderHalf {
+			theta = max(theta, SmallerShare*s.parentChange(k))
+		}
+		smaller = func(c stats.Comparison) bool {
+			worseHi := c.Hi - 1
+			if s.Inputs.Direction == stats.HigherIsBetter {
+				worseHi = 1 - c.Lo
+			}
+			return c.A.N >= SmallerFrom && c.B.N >= SmallerFrom && worseHi < theta
+		}
+	}
+	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds, s.orderSeed(2*k), smaller)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{p.Left, p.Right}[side], Pair: k, Check: -1}, false
 	}
 	p.Verdict = verdictOf(c.Verdict)
+	if c.Verdict == stats.Unknown {
+		p.Verdict = VerdictSmaller
+	}
 	p.Result = resultOf(*c)
 	s.logf(now, "verdict", r.Hash, "%s..%s: %s, %s", l.Short(), r.Short(), p.Verdict, p.Result)
 	return Action{}, true
 }
 
+// SmallerShare and SmallerFrom rule VerdictSmaller: the older half of a
+// split is judged smaller once the upper bound of its change for the
+// worse is below SmallerShare times its parent's change (and MinEffect),
+// with at least SmallerFrom samples per side.
+const (
+	SmallerShare = 0.75
+	SmallerFrom  = 10
+)
+
+// CurrentPlan is State.Plan of a new bisection. Plan 0 judges both halves
+// of every split; Plan 1 judges the older half and infers or defers the
+// newer one (see searchStep).
+const CurrentPlan = 1
+
 // DefaultWindow is State.Window of a new bisection: every search
-// comparison is judged on fresh samples of both sides, taken interleaved
-// since it started, so drift of the machine's speed over the hours of a
-// bisection hits both sides alike. Reusing older samples saves about half
-// the samples on a steady machine but, under drift, loses culprits and
-// spends the savings on phantom regressions; docs/bisect.md has the
-// simulation that chose it.
-const DefaultWindow = 1
+// comparison is judged on samples of both sides taken interleaved since
+// it started, plus those taken in the 10 samples before (the end of the
+// comparison before it, which shares a commit with it), so drift of the
+// machine's speed over the hours of a bisection hits both sides alike.
+// Reusing older samples saves about half the samples on a steady machine
+// but, under drift, loses culprits and spends the savings on phantom
+// regressions; docs/bisect.md has the simulations that chose it.
+const DefaultWindow = 10
 
 // recent returns the samples of key that a comparison started at from
 // may use: those younger than Window samples then (taken at from or
@@ -283,7 +491,7 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	th.Alpha = ch.Alpha
 	th.MaxSamples *= CheckBudget
 	th.Batch *= CheckBudget
-	side, c := s.decide(ch.A, ch.B, &ch.Target, th, s.orderSeed(2*i+1))
+	side, c := s.decide(ch.A, ch.B, &ch.Target, th, s.orderSeed(2*i+1), nil)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{ch.Left, ch.Right}[side], Pair: -1, Check: i}, false
 	}
@@ -298,7 +506,10 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 // to reach before the next look; it follows th's planned looks, counted on
 // the smaller side, so a side that already has samples from other
 // comparisons is reused, never resampled.
-func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed uint64) (int, *stats.Comparison) {
+//
+// When smaller is not nil and holds for an undecided look, decide stops
+// there and returns the comparison with verdict Unknown.
+func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed uint64, smaller func(stats.Comparison) bool) (int, *stats.Comparison) {
 	if *target == 0 {
 		*target = th.StartSamples
 	}
@@ -306,6 +517,9 @@ func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed ui
 		return side, nil
 	}
 	c := stats.Compare(a, b, s.Inputs.Direction, th)
+	if c.Verdict == stats.Unknown && smaller != nil && smaller(c) {
+		return -1, &c
+	}
 	if c.Verdict == stats.Unknown {
 		if more := th.More(c); more > 0 {
 			*target = min(len(a), len(b)) + more
@@ -473,10 +687,10 @@ func (s *State) unresolved() []Range {
 			continue
 		}
 		k := s.pairIndex(ch.Left, ch.Right)
-		if !s.Pairs[k].Forced {
+		if !s.Pairs[k].Forced && !s.Pairs[k].Inferred {
 			continue
 		}
-		for s.Pairs[k].Forced && s.Pairs[k].Parent >= 0 {
+		for (s.Pairs[k].Forced || s.Pairs[k].Inferred) && s.Pairs[k].Parent >= 0 {
 			k = s.Pairs[k].Parent
 		}
 		add(k, fmt.Sprintf("the regression lies here; the search narrowed it to %s by forced choices, but a check with fresh samples did not confirm it within the budget",
@@ -525,6 +739,7 @@ func (s *State) finishBroken(now time.Time) {
 func (s *State) done(now time.Time) {
 	s.Phase = PhaseDone
 	s.logf(now, "outcome", "", "%s: %s", s.Outcome, s.Summary)
+	s.logf(now, "spend", "", "%s", s.Spend())
 }
 
 // RangeName is "abc1234567" for one commit, "abc..def" for several.

@@ -245,6 +245,9 @@ func (s *State) Record(act Action, v float64, took time.Duration) {
 			ch.B = append(ch.B, v)
 		}
 	} else {
+		if act.Pair >= 0 {
+			s.Pairs[act.Pair].Taken++
+		}
 		k := s.Commits[act.Commit].Key
 		s.Samples[k] = append(s.Samples[k], v)
 		if s.Window > 0 {

@@ -44,6 +44,9 @@ type SimConfig struct {
 	// Window is the bisection's State.Window: 0 takes DefaultWindow, -1
 	// reuses every sample however old (as bisections before windows did).
 	Window int
+	// Plan is the bisection's State.Plan: 0 takes CurrentPlan, -1 plan 0
+	// (both halves of every split judged, as bisections before plans did).
+	Plan int
 }
 
 // Drift is a model of a machine whose speed changes over the hours of a
@@ -270,6 +273,8 @@ type SimRun struct {
 	// culprits whose candidates hold no true culprit.
 	Found, WrongBlames int
 	Builds, Samples    int
+	// Spend splits Samples by phase and verdict.
+	Spend Spend
 	// Bound is log2 of the commits that can be culprits: what a plain
 	// binary search with perfect verdicts would build.
 	Bound float64
@@ -302,6 +307,9 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	if cfg.Window != 0 {
 		s.Window = max(cfg.Window, 0)
 	}
+	if cfg.Plan != 0 {
+		s.Plan = max(cfg.Plan, 0)
+	}
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
 	if err := e.Run(context.Background(), s); err != nil {
 		return SimRun{}, nil, nil, err
@@ -316,7 +324,7 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 
 // score compares a finished bisection with the truth.
 func score(s *State, h *SimHistory) SimRun {
-	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken,
+	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken, Spend: s.Spend(),
 		Bound: math.Log2(float64(max(1, s.CandidateCount())))}
 	named := map[int]bool{}
 	for _, c := range s.Culprits {
@@ -343,6 +351,7 @@ type SimRow struct {
 	// WrongRate the share of runs blaming at least one wrong commit.
 	ExactRate, WrongRate float64
 	Builds, Samples      float64 // means per bisection
+	Spend                SpendMean
 	Bound                float64 // mean log2(candidates)
 }
 
@@ -380,6 +389,7 @@ func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, err
 		}
 		row.Builds += float64(res.Builds)
 		row.Samples += float64(res.Samples)
+		row.Spend.add(res.Spend)
 		row.Bound += res.Bound
 	}
 	f := float64(runs)
@@ -387,6 +397,7 @@ func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, err
 	row.WrongRate /= f
 	row.Builds /= f
 	row.Samples /= f
+	row.Spend.scale(1 / f)
 	row.Bound /= f
 	return row, nil
 }

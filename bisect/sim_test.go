@@ -20,6 +20,7 @@ var (
 	simTable = flag.String("simtable", "", "run the simulation table and write it as Markdown to this file")
 	simRuns  = flag.Int("simruns", 200, "bisections per row of the simulation table")
 	simOnly  = flag.String("simrows", "", "comma-separated row numbers (from 1) of the simulation table to run; empty: all")
+	simPrev  = flag.Bool("simbefore", false, "run the table with the planner before issue 21 (plan 0, fresh samples only)")
 )
 
 // simRows are the families of the README's simulation table.
@@ -70,15 +71,20 @@ func TestSimulationTable(t *testing.T) {
 		if len(only) > 0 && !only[i+1] {
 			continue
 		}
+		if *simPrev {
+			cfg.Plan, cfg.Window = -1, 1
+		}
 		row, err := SimulateRow(cfg, *simRuns, uint64(i+1), runtime.NumCPU())
 		if err != nil {
 			t.Fatal(err)
 		}
 		rows = append(rows, row)
 		fmt.Fprint(os.Stderr, FormatSimTable([]SimRow{row}))
+		fmt.Fprint(os.Stderr, FormatSpendTable([]SimRow{row}))
 	}
 	out := fmt.Sprintf("Defaults: search alpha %.2f, min effect %.0f%%, budget %d samples per side (checks %d), wrong-blame bound %.0f%%.\n\n%s",
-		DefaultThresholds.Alpha, 100*DefaultThresholds.MinEffect, DefaultThresholds.MaxSamples, CheckBudget*DefaultThresholds.MaxSamples, 1.0, FormatSimTable(rows))
+		DefaultThresholds.Alpha, 100*DefaultThresholds.MinEffect, DefaultThresholds.MaxSamples, CheckBudget*DefaultThresholds.MaxSamples, 1.0, FormatSimTable(rows)) +
+		"\nWhere the samples go (means per bisection):\n\n" + FormatSpendTable(rows)
 	if err := os.WriteFile(*simTable, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}

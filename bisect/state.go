@@ -61,6 +61,11 @@ type State struct {
 	// states saved before it existed, starts every block at side A.
 	OrderSeed uint64 `json:"order_seed,omitempty"`
 
+	// Plan is the version of the search's rules the bisection follows
+	// (see CurrentPlan). States saved before plans existed have 0 and
+	// continue with the rules they began with.
+	Plan int `json:"plan,omitempty"`
+
 	// Phase is where the search is.
 	Phase Phase `json:"phase"`
 
@@ -215,6 +220,14 @@ const (
 	// VerdictUnmeasurable: a check whose side became unmeasurable; it
 	// blames nothing.
 	VerdictUnmeasurable Verdict = "unmeasurable"
+	// VerdictSmaller: the older half of a split whose change is shown
+	// smaller than the regression of the pair it was split from (Plan 1),
+	// so that regression lies in the newer half. The half may still hold
+	// a smaller regression of its own: it is deferred (see Pair.Deferred)
+	// and judged again, merged with its neighbours, at the end. A merged
+	// pair is judged smaller once the upper end of its interval is below
+	// the minimum effect: it holds no regression worth a search.
+	VerdictSmaller Verdict = "smaller"
 )
 
 // Pair is the comparison of two points of the search, Left older than
@@ -239,6 +252,23 @@ type Pair struct {
 	// was chosen to follow. A forced pair is searched like a regression,
 	// but only a check with fresh samples can make a culprit of it.
 	Forced bool `json:"forced,omitempty"`
+	// Taken counts the samples taken for this comparison (both sides), so
+	// that a bisection can say where its samples went (see Spend). States
+	// saved before it was kept have none.
+	Taken int `json:"taken,omitempty"`
+	// Inferred is set on the newer half of a split whose older half was
+	// judged the same: the pair regressed, so the newer half holds the
+	// regression, and it is followed without a comparison of its own
+	// (Plan 1). Like a forced pair, only a check can make a culprit of it.
+	Inferred bool `json:"inferred,omitempty"`
+	// Deferred is set on the newer half of a split whose older half was
+	// judged a regression (Plan 1). It may hold another culprit, so it
+	// must be judged, but not on its own: once the search has nothing else
+	// to do, each run of adjacent deferred pairs is judged as one pair (a
+	// merged pair, Merged), and split again only if that regressed.
+	Deferred bool `json:"deferred,omitempty"`
+	// Merged is set on a pair made of a run of deferred pairs.
+	Merged bool `json:"merged,omitempty"`
 	// Dropped is set when a point inside or at the end of the pair turned
 	// out to be unmeasurable: the pair is forgotten, and the pair it was
 	// split from is split again elsewhere (see MarkUnmeasurable).
@@ -356,6 +386,7 @@ func NewState(in Inputs, commits []Commit, now time.Time) (*State, error) {
 		SampleSeq: map[string][]int{},
 		Window:    DefaultWindow,
 		OrderSeed: mix64(idSeed(ID(in))) | 1,
+		Plan:      CurrentPlan,
 		Phase:     PhaseEndpoints,
 		Points:    []int{0, n - 1},
 		Pairs:     []Pair{{Left: 0, Right: n - 1, Parent: -1}},

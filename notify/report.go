@@ -149,6 +149,9 @@ func build(f *finding.Finding, st style, o Options) doc {
 
 	footer := fmt.Sprintf("pgbisect finding %s: started %s, finished %s, took %s; %d builds, %d runs.",
 		f.ID, stamp(f.Started), stamp(f.Finished), dur(f.Duration()), f.Builds, f.Samples)
+	if f.SamplesBy != nil {
+		footer = strings.TrimSuffix(footer, ".") + fmt.Sprintf(" (%s).", f.SamplesBy)
+	}
 	if st.markdown() {
 		d.sections = append(d.sections, section{blocks: []block{small{footer}}})
 	} else {

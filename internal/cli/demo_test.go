@@ -44,6 +44,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
 	}
+	t.Logf("demo: %s wall, %d builds, %d samples (%v)", wall.Round(time.Second), f.Builds, f.Samples, f.SamplesBy)
 	var h demoHistory
 	data, err := os.ReadFile(repo + ".json")
 	if err != nil || json.Unmarshal(data, &h) != nil {

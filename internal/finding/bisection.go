@@ -65,6 +65,9 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		Env: r.Env, Build: r.Build, Settings: r.Settings, Reproduce: r.Reproduce,
 		Started: s.Started, Finished: s.Updated, Builds: s.BuildsDone, Samples: s.SamplesTaken,
 	}
+	sp := s.Spend()
+	f.SamplesBy = &SampleSpend{Endpoints: sp.Endpoints, Search: sp.Search, Checks: sp.Checks, Regression: sp.Regression,
+		Same: sp.Same, Smaller: sp.Smaller, Undecided: sp.Undecided + sp.Improvement, Unsplit: sp.Unsplit}
 	switch s.Outcome {
 	case bisect.OutcomeFound:
 		f.Kind = Regression
@@ -121,6 +124,13 @@ func bisectionLog(s *bisect.State, commit func(int) Commit) []Step {
 		}
 	}
 	idx := slices.Clone(s.Points)
+	for _, p := range s.Pairs { // points a merged pair took out of the search
+		for _, i := range []int{p.Left, p.Right} {
+			if !p.Dropped && !slices.Contains(idx, i) {
+				idx = append(idx, i)
+			}
+		}
+	}
 	for i, c := range s.Commits {
 		if s.Skipped(i) && !c.NoCompile && !slices.Contains(idx, i) {
 			idx = append(idx, i)

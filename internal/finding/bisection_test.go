@@ -116,7 +116,14 @@ func TestFromBisection(t *testing.T) {
 	if unbuildable == 0 {
 		t.Errorf("the log does not show the broken commits tried")
 	}
+	if sp := f.SamplesBy; sp == nil || sp.Endpoints+sp.Search+sp.Checks != s.SamplesTaken ||
+		sp.Regression+sp.Same+sp.Smaller+sp.Undecided != s.SamplesTaken {
+		t.Errorf("the finding's split of the runs %+v does not add up to %d", f.SamplesBy, s.SamplesTaken)
+	}
 	md := notify.Markdown(f, notify.Options{})
+	if !strings.Contains(md, fmt.Sprintf("%d runs (endpoints %d, search %d", s.SamplesTaken, f.SamplesBy.Endpoints, f.SamplesBy.Search)) {
+		t.Errorf("the report's footer does not say where the runs went")
+	}
 	for _, want := range []string{l.commits[30].Short(), l.commits[12].Short()} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks culprit %s", want)
