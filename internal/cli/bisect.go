@@ -56,6 +56,8 @@ type bisectRequest struct {
 	ClientBin  string // "" = the good commit's build
 	Keep       bool   // keep clusters
 	Post       bool   // post the finding to GitHub
+	// NoRevertCheck skips the revert check of the culprits (revert.go).
+	NoRevertCheck bool
 	// CallerReports leaves recording the finding in the outbox to the
 	// caller (a nightly pass adds its series first). Otherwise the finding
 	// is recorded, and pending for 'pgbisect post --pending' only when
@@ -92,6 +94,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	flags := addStoreFlags(fs)
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.Keep, "keep-clusters", false, "keep cluster directories for debugging")
+	fs.BoolVar(&req.NoRevertCheck, "no-revert-check", false, "do not check the culprits by reverting them on top of the bad commit")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -289,6 +292,8 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
+	f.Reverts = revertChecks(ctx, env, revertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
+		Thresholds: req.Thresholds, StateDir: cfg.StateDir, ID: st.ID, Skip: req.NoRevertCheck}, f)
 	var box *outbox.DB
 	var adder notify.Adder
 	if !req.CallerReports {
@@ -679,6 +684,7 @@ func bisectPrintResult(w io.Writer, out *bisectOutcome) {
 			}
 		}
 	}
+	revertPrint(w, out.Finding)
 	for _, u := range st.Unresolved {
 		fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
 	}

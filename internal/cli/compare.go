@@ -29,9 +29,11 @@ func init() {
 
 // compareResult is the --json output of pgbisect compare.
 type compareResult struct {
-	Scenario   string           `json:"scenario"`
-	A          string           `json:"a"`
-	B          string           `json:"b"`
+	Scenario string `json:"scenario"`
+	A        string `json:"a"`
+	B        string `json:"b"`
+	// Patches are the files --patch applied on top of A to make B.
+	Patches    []string         `json:"patches,omitempty"`
 	ClientBin  string           `json:"client_bin"`
 	Thresholds stats.Thresholds `json:"thresholds"`
 	// OrderSeed seeds the order of samples (bench.Order; one order per
@@ -61,7 +63,9 @@ type compareMetricResult struct {
 }
 
 func runCompare(ctx context.Context, env *Env) error {
-	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n\nA and B are revisions to build (or reuse from the cache), or bin directories of installations.")
+	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n       pgbisect compare -s SCENARIO BASE --patch FILE [--patch FILE ...] [flags]\n\n"+
+		"A and B are revisions to build (or reuse from the cache), or bin directories of installations.\n"+
+		"With --patch, B is BASE with the patches applied in order (git diff or format-patch output, or an mbox).")
 	scenario := fs.String("s", "", "scenario file (required)")
 	fs.StringVar(scenario, "scenario", "", "scenario file (same as -s)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
@@ -78,6 +82,8 @@ func runCompare(ctx context.Context, env *Env) error {
 	prof := fs.Bool("profile", false, "after the verdict, profile both sides with perf and print where the CPU time went (evidence only)")
 	profRuns := fs.Int("profile-runs", 5, "profiled samples per side with --profile")
 	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
+	var patches buildFlagList
+	fs.Var(&patches, "patch", "apply `FILE` (git diff, git format-patch or an mbox) on top of the one revision given and compare with it (repeatable, applied in order)")
 	orderSeed := fs.Uint64("order-seed", 0, "seed of the order of samples, which side starts each A B B A block (default random; the JSON output records it)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -86,7 +92,10 @@ func runCompare(ctx context.Context, env *Env) error {
 	if *scenario == "" {
 		return usageError("-s SCENARIO is required (e.g. -s configs/scenarios/copy-single.yaml)")
 	}
-	if len(pos) != 2 {
+	if len(patches) > 0 && len(pos) != 1 {
+		return usageError("with --patch give one revision, the base the patches apply to (e.g. compare -s copy.yaml master --patch fix.patch)")
+	}
+	if len(patches) == 0 && len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
 	}
 	if *prof && *profRuns < 1 {
@@ -122,11 +131,20 @@ func runCompare(ctx context.Context, env *Env) error {
 	}
 	defer unlock()
 
+	patchedName := ""
+	if len(patches) > 0 {
+		if pos, patchedName, err = comparePatched(ctx, env, cfg, pos[0], patches); err != nil {
+			return err
+		}
+	}
 	var targets [2]bench.Target
 	for i, rev := range pos {
 		if targets[i], err = compareTarget(ctx, env, cfg, rev); err != nil {
 			return err
 		}
+	}
+	if patchedName != "" {
+		targets[1].Name = patchedName
 	}
 	if targets[0].Name == targets[1].Name {
 		// The same commit on both sides (an A/A check): tell the sides apart.
@@ -160,7 +178,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	for seed == 0 {
 		seed = rand.Uint64()
 	}
-	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
+	res := compareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed, Patches: patches}
 	for i, pt := range points {
 		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
 		pr, err := comparePoint(ctx, env, r, sc, targets, pt, order, base, flagStats)

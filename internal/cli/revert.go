@@ -1,0 +1,230 @@
+package cli
+
+// The revert check after a bisection (issue 16). This file only wires:
+// build does the reverting (build.Repo.Revert), bench/stats the recovered
+// fraction (stats.Recovered), notify the report (notify.RevertCheck).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/notify"
+)
+
+// revertInputs are what a revert check needs from the bisection.
+type revertInputs struct {
+	Repo       *build.Repo
+	Builder    *build.Builder
+	Runner     *bench.Runner // with its client tools set
+	Scenario   *bench.Scenario
+	Point      bench.Point
+	Thresholds stats.Thresholds // the bisection's
+	StateDir   string
+	ID         string // the bisection's; its checks are kept under StateDir/reverts/ID.json
+	Skip       bool   // --no-revert-check
+}
+
+// revertChecks reverts each culprit of f on top of f.Bad (and, with
+// several, all of them), builds the result and measures it against Bad.
+// Its errors are reported in the checks, never returned: a revert check
+// does not change the finding. A bisection checked before (resumed) keeps
+// its checks.
+func revertChecks(ctx context.Context, env *Env, in revertInputs, f *notify.Finding) []notify.RevertCheck {
+	if in.Skip || (f.Kind != notify.Regression && f.Kind != notify.Improvement) || len(f.Culprits) == 0 {
+		return nil
+	}
+	saved := filepath.Join(in.StateDir, "reverts", in.ID+".json")
+	if data, err := os.ReadFile(saved); err == nil {
+		var checks []notify.RevertCheck
+		if json.Unmarshal(data, &checks) == nil {
+			return checks
+		}
+	}
+	var checks []notify.RevertCheck
+	var exact []notify.Commit
+	var notApplied string
+	for _, c := range f.Culprits {
+		if c.IsRange() {
+			checks = append(checks, notify.RevertCheck{Culprits: []notify.Commit{c.Commit},
+				Skipped: fmt.Sprintf("%s is one of a range of %d candidates next to commits that could not be measured: reverting one of them would not tell which commit it was",
+					c.Commit.ShortHash(), len(c.Range))})
+			notApplied = fmt.Sprintf("culprit %s is a range of candidates", c.Commit.ShortHash())
+			continue
+		}
+		exact = append(exact, c.Commit)
+		rc := revertCheck(ctx, env, in, f, []notify.Commit{c.Commit}, revertRegression(c.Comparisons, f))
+		if rc.Build == "" && notApplied == "" {
+			notApplied = fmt.Sprintf("the revert of %s does not apply", c.Commit.ShortHash())
+		}
+		checks = append(checks, rc)
+	}
+	if len(f.Culprits) > 1 {
+		all := notify.RevertCheck{Culprits: exact, All: true}
+		if notApplied != "" {
+			all.Skipped = notApplied
+		} else {
+			all = revertCheck(ctx, env, in, f, exact, revertRegression(f.Comparisons, f))
+			all.All = true
+		}
+		checks = append(checks, all)
+	}
+	if ctx.Err() == nil {
+		if data, err := json.Marshal(checks); err == nil {
+			if os.MkdirAll(filepath.Dir(saved), 0o755) == nil {
+				_ = os.WriteFile(saved, data, 0o644)
+			}
+		}
+	}
+	return checks
+}
+
+// revertRegression is the effect being undone: the comparison of f's
+// metric at f's point.
+func revertRegression(cs []notify.Comparison, f *notify.Finding) *stats.Effect {
+	for _, c := range cs {
+		if c.Metric == f.Metric && c.Point == f.Point {
+			return &stats.Effect{Ratio: c.Ratio, Lo: c.RatioLow, Hi: c.RatioHigh, Level: c.Confidence}
+		}
+	}
+	return nil
+}
+
+// revertCheck makes one check: revert, build, measure against Bad at the
+// bisection's looks until the recovered fraction's interval decides the
+// rule or the budget is spent.
+func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Finding, culprits []notify.Commit, regression *stats.Effect) notify.RevertCheck {
+	rc := notify.RevertCheck{Culprits: culprits}
+	var hashes, names []string
+	for _, c := range culprits {
+		hashes = append(hashes, c.Hash)
+		names = append(names, c.ShortHash())
+	}
+	label := "revert check " + strings.Join(names, "+")
+	if regression == nil {
+		rc.Skipped = fmt.Sprintf("the finding has no comparison of %s to measure the recovery against", f.Metric)
+		return rc
+	}
+	reverted, err := in.Repo.Revert(f.Bad.Hash, hashes...)
+	var ae *build.ApplyError
+	if errors.As(err, &ae) {
+		rc.Skipped = "the revert does not apply: " + err.Error()
+		fmt.Fprintf(env.Stderr, "%s: %s\n", label, rc.Skipped)
+		return rc
+	}
+	if err != nil {
+		rc.Skipped = err.Error()
+		return rc
+	}
+	rc.Build = reverted.Hash
+	fmt.Fprintf(env.Stderr, "%s: %s with %s reverted is %s; building it (or reusing its cached build)\n",
+		label, build.Short(f.Bad.Hash), strings.Join(names, " and "), reverted.Short())
+	var targets [2]bench.Target
+	for i, h := range []string{f.Bad.Hash, reverted.Hash} {
+		inst, err := in.Builder.Build(ctx, h)
+		var be *build.Error
+		if errors.As(err, &be) {
+			rc.Skipped = fmt.Sprintf("%s does not build (%s failed: %s; log %s)", build.Short(h), be.Phase, bisectErrorLine(be.Tail), be.LogPath)
+			return rc
+		}
+		if err != nil {
+			rc.Skipped = fmt.Sprintf("building %s: %v", build.Short(h), err)
+			return rc
+		}
+		targets[i] = bench.Target{Name: build.Short(h), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()}
+	}
+	if in.Runner.ClientBin == "" {
+		in.Runner.ClientBin = targets[0].BinDir // a finished bisection resumed: no client was chosen
+	}
+	targets[1].Name = build.Short(f.Bad.Hash) + "-revert-" + strings.Join(names, "-")
+
+	metric, err := bisectMetric(in.Scenario, f.Metric)
+	if err != nil {
+		rc.Skipped = err.Error()
+		return rc
+	}
+	th := in.Thresholds.WithDefaults()
+	order := bench.Order{Seed: bench.Mix64(uint64(len(hashes)) ^ stringSeed(reverted.Hash)), Targets: 2}
+	var values [2][]float64
+	n := 0
+	for _, look := range th.Looks() {
+		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets[:], in.Point, order.Rounds(n, look-n), func(s bench.Sample) error {
+			side := 0
+			if s.Target == targets[1].Name {
+				side = 1
+			}
+			if v, ok := s.Values[metric.Name]; ok {
+				values[side] = append(values[side], v)
+			}
+			fmt.Fprintf(env.Stderr, "%s: %s sample %d of up to %d per side\n", label, s.Target, len(values[side]), th.MaxSamples)
+			return nil
+		})
+		if err != nil {
+			rc.Skipped = "measuring: " + err.Error()
+			return rc
+		}
+		n = look
+		c := stats.Compare(values[0], values[1], metric.Direction, th)
+		rec := stats.Recovered(*regression, stats.EffectOf(c), stats.DefaultThresholds.Confidence)
+		cmp := notify.FromStats(metric.Name, metric.Unit, in.Point.String(), c)
+		rc.Comparison = &cmp
+		rc.Recovered, rc.Confidence, rc.Recovers, rc.Warnings = rec.Fraction, rec.Confidence, rec.Recovers, rec.Warnings
+		rc.HasInterval = !isInf(rec.Lo) && !isInf(rec.Hi)
+		rc.RecoveredLow, rc.RecoveredHigh = rec.Lo, rec.Hi
+		if rec.Recovers || (rc.HasInterval && rec.Hi < stats.RecoverBound) {
+			break
+		}
+	}
+	fmt.Fprintf(env.Stderr, "%s: recovers %.0f%% of the change [%.0f%%, %.0f%%]\n", label, 100*rc.Recovered, 100*rc.RecoveredLow, 100*rc.RecoveredHigh)
+	return rc
+}
+
+func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
+
+// stringSeed folds a hex hash into a seed.
+func stringSeed(s string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// revertPrint adds the revert checks to bisect's summary on stdout.
+func revertPrint(w io.Writer, f *notify.Finding) {
+	if len(f.Reverts) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, r := range f.Reverts {
+		var names []string
+		for _, c := range r.Culprits {
+			names = append(names, c.ShortHash())
+		}
+		what := "reverting " + strings.Join(names, " and ")
+		if r.All {
+			what = "reverting all culprits"
+		}
+		what += " on top of " + f.Bad.ShortHash()
+		switch {
+		case r.Skipped != "":
+			fmt.Fprintf(w, "revert check: %s: not checked: %s\n", what, r.Skipped)
+		case !r.HasInterval:
+			fmt.Fprintf(w, "revert check: %s recovers %.0f%% of the change (no interval)\n", what, 100*r.Recovered)
+		default:
+			verdict := "recovers it"
+			if !r.Recovers {
+				verdict = "not shown to recover it"
+			}
+			fmt.Fprintf(w, "revert check: %s recovers %.0f%% of the change (%.0f%% CI %.0f%% to %.0f%%): %s\n",
+				what, 100*r.Recovered, 100*r.Confidence, 100*r.RecoveredLow, 100*r.RecoveredHigh, verdict)
+		}
+	}
+}
