@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -318,11 +319,26 @@ func (r *Repo) RevertPatch(hash string) (Patch, error) {
 }
 
 // Revert records, as ApplyPatches does, base with the given commits
-// reverted, newest first (the order that undoes them cleanly).
+// reverted. They may be given in any order: each is reverted before the
+// commits it descends from, the order that undoes them cleanly.
 func (r *Repo) Revert(base string, commits ...string) (Commit, error) {
+	order := slices.Clone(commits)
+	for i := 1; i < len(order); i++ {
+		// Insertion sort, descendants first: a handful of culprits.
+		for j := i; j > 0; j-- {
+			older, err := r.IsAncestor(order[j-1], order[j])
+			if err != nil {
+				return Commit{}, err
+			}
+			if !older || order[j-1] == order[j] {
+				break
+			}
+			order[j-1], order[j] = order[j], order[j-1]
+		}
+	}
 	var patches []Patch
-	for i := len(commits) - 1; i >= 0; i-- {
-		p, err := r.RevertPatch(commits[i])
+	for _, c := range order {
+		p, err := r.RevertPatch(c)
 		if err != nil {
 			return Commit{}, err
 		}

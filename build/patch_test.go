@@ -122,6 +122,17 @@ func TestRevertWithOffset(t *testing.T) {
 	if c.Parents[0] != h.shift {
 		t.Errorf("parent %s, want the base %s", c.Parents[0], h.shift)
 	}
+	// Both commits reverted, given oldest first or newest first: the
+	// newer is undone first, leaving the parent's tree.
+	for _, order := range [][]string{{h.culprit, h.shift}, {h.shift, h.culprit}} {
+		both, err := h.repo.Revert(h.shift, order...)
+		if err != nil {
+			t.Fatalf("reverting %v: %v", order, err)
+		}
+		if got, w := h.treeOf(t, both.Hash), h.treeOf(t, h.parent); got != w {
+			t.Errorf("reverting both (%v) made tree %s, want the parent's %s", order, got, w)
+		}
+	}
 }
 
 // TestPatchDoesNotApply names the file and the hunk whose context is gone.
