@@ -252,3 +252,28 @@ func TestSplitMbox(t *testing.T) {
 		t.Errorf("mbox split into %q", got)
 	}
 }
+
+// TestFormatPatchWithDiffstat reads git format-patch output as it is
+// mailed: a diffstat before the diff and the version signature after it.
+func TestFormatPatchWithDiffstat(t *testing.T) {
+	h := newPatchHistory(t)
+	text := "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n" +
+		"From: Someone <someone@example.org>\nDate: Mon, 1 Jan 2024 00:02:00 +0000\n" +
+		"Subject: [PATCH v3 1/1] Add the slow path\n\nLonger explanation.\n---\n" +
+		" src/backend/a.c | 3 ++-\n 1 file changed, 2 insertions(+), 1 deletion(-)\n\n" +
+		h.diffText(t, h.parent, h.culprit) + "-- \n2.39.2\n\n"
+	patches, err := ParsePatches("v3-0001-Add-the-slow-path.patch", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) != 1 || patches[0].Subject != "[PATCH v3 1/1] Add the slow path" {
+		t.Fatalf("patches %+v", patches)
+	}
+	c, err := h.repo.ApplyPatches(h.parent, patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.treeOf(t, c.Hash), h.treeOf(t, h.culprit); got != want {
+		t.Errorf("tree %s, want the culprit's %s", got, want)
+	}
+}
