@@ -23,6 +23,10 @@ type RevertCheck struct {
 	// Comparison is Bad (the good side) against the reverted build (the
 	// bad side) in the finding's metric and point.
 	Comparison *Comparison `json:"comparison,omitempty"`
+	// Regression is the change being undone, measured again in the same
+	// interleaved runs: the culprit against its parent, or for all
+	// culprits the bad endpoint against the good one.
+	Regression *Comparison `json:"regression,omitempty"`
 	// Recovered is the fraction of the regression the revert undoes (1 =
 	// all of it; bench/stats.Recovered), with its interval at Confidence;
 	// RecoveredLow and RecoveredHigh are 0 when there is none
@@ -52,7 +56,7 @@ func revertSection(f *Finding, st style) (section, bool) {
 	}
 	s := section{heading: "Revert check"}
 	s.blocks = append(s.blocks, para{fmt.Sprintf("Each culprit's change (its diff against its parent) was reverted on top of %s, "+
-		"and that build measured against %s in %s. A revert recovers the %s when the lower bound of the recovered fraction's "+
+		"and that build measured against %s in %s, interleaved with the culprit and its parent (for all culprits, the endpoints). A revert recovers the %s when the lower bound of the recovered fraction's "+
 		"%s confidence interval is at least 50%%. A revert that does not apply changes nothing above.",
 		st.code(keyHash(f.Bad)), st.code(keyHash(f.Bad)), st.esc(f.Metric), change, confidence(revertConfidence(f)))})
 	var items []string
@@ -99,6 +103,9 @@ func revertText(r RevertCheck, f *Finding, change string, st style) string {
 		s += fmt.Sprintf(". %s %s → %s, %s, n = %d+%d", st.esc(c.Metric), value(c.Good.Median, c.Unit), value(c.Bad.Median, c.Unit),
 			pct(c.Ratio), c.Good.N, c.Bad.N)
 	}
+	if c := r.Regression; c != nil {
+		s += fmt.Sprintf("; the %s, measured again in the same runs: %s → %s, %s", change, value(c.Good.Median, c.Unit), value(c.Bad.Median, c.Unit), pct(c.Ratio))
+	}
 	s += "."
 	for _, w := range r.Warnings {
 		s += " " + st.esc(strings.TrimSuffix(w, ".")) + "."
@@ -133,6 +140,10 @@ func finiteReverts(rs []RevertCheck, cmps func([]Comparison) []Comparison) []Rev
 		if r.Comparison != nil {
 			c := cmps([]Comparison{*r.Comparison})[0]
 			r.Comparison = &c
+		}
+		if r.Regression != nil {
+			c := cmps([]Comparison{*r.Regression})[0]
+			r.Regression = &c
 		}
 		if !r.HasInterval {
 			r.RecoveredLow, r.RecoveredHigh = 0, 0

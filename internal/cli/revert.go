@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/notify"
 )
@@ -61,7 +62,7 @@ func revertChecks(ctx context.Context, env *Env, in revertInputs, f *notify.Find
 			continue
 		}
 		exact = append(exact, c.Commit)
-		rc := revertCheck(ctx, env, in, f, []notify.Commit{c.Commit}, revertRegression(c.Comparisons, f))
+		rc := revertCheck(ctx, env, in, f, []notify.Commit{c.Commit}, c.Parent.Hash, c.Commit.Hash)
 		if rc.Build == "" && notApplied == "" {
 			notApplied = fmt.Sprintf("the revert of %s does not apply", c.Commit.ShortHash())
 		}
@@ -72,7 +73,7 @@ func revertChecks(ctx context.Context, env *Env, in revertInputs, f *notify.Find
 		if notApplied != "" {
 			all.Skipped = notApplied
 		} else {
-			all = revertCheck(ctx, env, in, f, exact, revertRegression(f.Comparisons, f))
+			all = revertCheck(ctx, env, in, f, exact, f.Good.Hash, f.Bad.Hash)
 			all.All = true
 		}
 		checks = append(checks, all)
@@ -87,21 +88,18 @@ func revertChecks(ctx context.Context, env *Env, in revertInputs, f *notify.Find
 	return checks
 }
 
-// revertRegression is the effect being undone: the comparison of f's
-// metric at f's point.
-func revertRegression(cs []notify.Comparison, f *notify.Finding) *stats.Effect {
-	for _, c := range cs {
-		if c.Metric == f.Metric && c.Point == f.Point {
-			return &stats.Effect{Ratio: c.Ratio, Lo: c.RatioLow, Hi: c.RatioHigh, Level: c.Confidence}
-		}
-	}
-	return nil
-}
-
-// revertCheck makes one check: revert, build, measure against Bad at the
-// bisection's looks until the recovered fraction's interval decides the
-// rule or the budget is spent.
-func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Finding, culprits []notify.Commit, regression *stats.Effect) notify.RevertCheck {
+// revertCheck makes one check: revert the culprits on top of Bad, build
+// that, and measure it against Bad and, in the same interleaved session,
+// the regression being undone (from, to: the culprit's parent and the
+// culprit, or the endpoints for all culprits; their builds are cached by
+// the bisection), at the looks of a culprit check (the bisection's
+// thresholds with bisect.CheckBudget times the budget) until the
+// recovered fraction's interval decides the rule or the budget is spent.
+// The regression is measured again rather than taken from the bisection
+// because a check stops as soon as its verdict is clear, often with an
+// interval too wide to bound a fraction, and because the machine's speed
+// drifts between then and now.
+func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Finding, culprits []notify.Commit, from, to string) notify.RevertCheck {
 	rc := notify.RevertCheck{Culprits: culprits}
 	var hashes, names []string
 	for _, c := range culprits {
@@ -109,10 +107,6 @@ func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Findi
 		names = append(names, c.ShortHash())
 	}
 	label := "revert check " + strings.Join(names, "+")
-	if regression == nil {
-		rc.Skipped = fmt.Sprintf("the finding has no comparison of %s to measure the recovery against", f.Metric)
-		return rc
-	}
 	reverted, err := in.Repo.Revert(f.Bad.Hash, hashes...)
 	var ae *build.ApplyError
 	if errors.As(err, &ae) {
@@ -127,8 +121,14 @@ func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Findi
 	rc.Build = reverted.Hash
 	fmt.Fprintf(env.Stderr, "%s: %s with %s reverted is %s; building it (or reusing its cached build)\n",
 		label, build.Short(f.Bad.Hash), strings.Join(names, " and "), reverted.Short())
-	var targets [2]bench.Target
-	for i, h := range []string{f.Bad.Hash, reverted.Hash} {
+	// The targets, each commit once: the regression's two sides, Bad and
+	// the reverted build.
+	var targets []bench.Target
+	index := map[string]int{}
+	for _, h := range []string{from, to, f.Bad.Hash, reverted.Hash} {
+		if _, ok := index[h]; ok {
+			continue
+		}
 		inst, err := in.Builder.Build(ctx, h)
 		var be *build.Error
 		if errors.As(err, &be) {
@@ -139,12 +139,14 @@ func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Findi
 			rc.Skipped = fmt.Sprintf("building %s: %v", build.Short(h), err)
 			return rc
 		}
-		targets[i] = bench.Target{Name: build.Short(h), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()}
+		index[h] = len(targets)
+		targets = append(targets, bench.Target{Name: build.Short(h), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()})
 	}
+	rev := index[reverted.Hash]
+	targets[rev].Name = build.Short(f.Bad.Hash) + "-revert-" + strings.Join(names, "-")
 	if in.Runner.ClientBin == "" {
 		in.Runner.ClientBin = targets[0].BinDir // a finished bisection resumed: no client was chosen
 	}
-	targets[1].Name = build.Short(f.Bad.Hash) + "-revert-" + strings.Join(names, "-")
 
 	metric, err := bisectMetric(in.Scenario, f.Metric)
 	if err != nil {
@@ -152,19 +154,21 @@ func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Findi
 		return rc
 	}
 	th := in.Thresholds.WithDefaults()
-	order := bench.Order{Seed: bench.Mix64(uint64(len(hashes)) ^ stringSeed(reverted.Hash)), Targets: 2}
-	var values [2][]float64
+	th.MaxSamples *= bisect.CheckBudget
+	th.Batch *= bisect.CheckBudget
+	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
+	values := make([][]float64, len(targets))
 	n := 0
 	for _, look := range th.Looks() {
-		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets[:], in.Point, order.Rounds(n, look-n), func(s bench.Sample) error {
-			side := 0
-			if s.Target == targets[1].Name {
-				side = 1
+		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, look-n), func(s bench.Sample) error {
+			for i, t := range targets {
+				if s.Target == t.Name {
+					if v, ok := s.Values[metric.Name]; ok {
+						values[i] = append(values[i], v)
+					}
+					fmt.Fprintf(env.Stderr, "%s: %s sample %d of up to %d\n", label, s.Target, len(values[i]), th.MaxSamples)
+				}
 			}
-			if v, ok := s.Values[metric.Name]; ok {
-				values[side] = append(values[side], v)
-			}
-			fmt.Fprintf(env.Stderr, "%s: %s sample %d of up to %d per side\n", label, s.Target, len(values[side]), th.MaxSamples)
 			return nil
 		})
 		if err != nil {
@@ -172,10 +176,12 @@ func revertCheck(ctx context.Context, env *Env, in revertInputs, f *notify.Findi
 			return rc
 		}
 		n = look
-		c := stats.Compare(values[0], values[1], metric.Direction, th)
-		rec := stats.Recovered(*regression, stats.EffectOf(c), stats.DefaultThresholds.Confidence)
-		cmp := notify.FromStats(metric.Name, metric.Unit, in.Point.String(), c)
-		rc.Comparison = &cmp
+		regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
+		revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
+		rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
+		regN := notify.FromStats(metric.Name, metric.Unit, in.Point.String(), regC)
+		revN := notify.FromStats(metric.Name, metric.Unit, in.Point.String(), revC)
+		rc.Regression, rc.Comparison = &regN, &revN
 		rc.Recovered, rc.Confidence, rc.Recovers, rc.Warnings = rec.Fraction, rec.Confidence, rec.Recovers, rec.Warnings
 		rc.HasInterval = !isInf(rec.Lo) && !isInf(rec.Hi)
 		rc.RecoveredLow, rc.RecoveredHigh = rec.Lo, rec.Hi
