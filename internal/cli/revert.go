@@ -58,7 +58,9 @@ func revertChecks(ctx context.Context, env *Env, in revertInputs, f *notify.Find
 			checks = append(checks, notify.RevertCheck{Culprits: []notify.Commit{c.Commit},
 				Skipped: fmt.Sprintf("%s is one of a range of %d candidates next to commits that could not be measured: reverting one of them would not tell which commit it was",
 					c.Commit.ShortHash(), len(c.Range))})
-			notApplied = fmt.Sprintf("culprit %s is a range of candidates", c.Commit.ShortHash())
+			if notApplied == "" {
+				notApplied = fmt.Sprintf("culprit %s is a range of candidates", c.Commit.ShortHash())
+			}
 			continue
 		}
 		exact = append(exact, c.Commit)

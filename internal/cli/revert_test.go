@@ -205,3 +205,62 @@ func TestRevertCheckAndPatchEndToEnd(t *testing.T) {
 		t.Errorf("compare --patch on a base without the regression: exit %d:\n%s", code, out)
 	}
 }
+
+// TestRevertChecksNotApplied covers the checks that are reported without
+// building anything: a culprit whose revert does not apply on top of the
+// bad commit (a later commit rewrote its lines), which makes the check of
+// all culprits impossible too, and a culprit that is a range. They are
+// saved, so a resumed bisection reports the same.
+func TestRevertChecksNotApplied(t *testing.T) {
+	pgsrctest.Require(t)
+	h := newRevertHistory(t)
+	rewrite, err := pgsrc.Commit(h.dir, "copyfromparse.c: rewrite the injected block", pgsrc.BaseDate.Add(3*time.Hour),
+		map[string]func(string) (string, error){revertPath: func(old string) (string, error) {
+			return strings.Replace(old, "pgbisect_i < 1000", "pgbisect_i < 10", 1), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := build.Open(context.Background(), h.dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := func(hash string) notify.Commit { return notify.Commit{Hash: hash} }
+	f := &notify.Finding{Kind: notify.Regression, Metric: "copy_time", Good: c(h.base), Bad: c(rewrite),
+		Culprits: []notify.Culprit{
+			{Commit: c(h.culprit), Parent: c(h.base)},
+			{Commit: c(h.shift), Parent: c(h.culprit), Range: []notify.Commit{c(h.culprit), c(h.shift)}},
+		}}
+	state := t.TempDir()
+	var stderr bytes.Buffer
+	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &stderr}
+	in := revertInputs{Repo: repo, StateDir: state, ID: "test"}
+	checks := revertChecks(context.Background(), env, in, f)
+	if len(checks) != 3 {
+		t.Fatalf("%d checks: %+v", len(checks), checks)
+	}
+	if s := checks[0].Skipped; checks[0].Build != "" || !strings.Contains(s, "the revert does not apply: patch revert of "+short(h.culprit)+
+		" does not apply: "+revertPath+": hunk 1 of 1") {
+		t.Errorf("the culprit whose lines were rewritten: %+v", checks[0])
+	}
+	if s := checks[1].Skipped; !strings.Contains(s, "one of a range of 2 candidates") {
+		t.Errorf("the range: %q", s)
+	}
+	if !checks[2].All || !strings.Contains(checks[2].Skipped, "the revert of "+short(h.culprit)+" does not apply") {
+		t.Errorf("all culprits: %+v", checks[2])
+	}
+	f.Reverts = checks
+	var out bytes.Buffer
+	revertPrint(&out, f)
+	if !strings.Contains(out.String(), "revert check: reverting all culprits on top of "+short(rewrite)+": not checked") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	// Saved: a second call returns them without looking at the repository.
+	again := revertChecks(context.Background(), env, revertInputs{StateDir: state, ID: "test"}, f)
+	if len(again) != 3 || again[0].Skipped != checks[0].Skipped {
+		t.Errorf("saved checks not reused: %+v", again)
+	}
+	if got := revertChecks(context.Background(), env, revertInputs{StateDir: state, ID: "other", Skip: true}, f); got != nil {
+		t.Errorf("--no-revert-check made checks: %+v", got)
+	}
+}
