@@ -95,3 +95,44 @@ func TestRecoveredCoverage(t *testing.T) {
 		t.Errorf("a revert undoing 80%% of a 15%% regression was said to recover it in only %d of %d runs", recovers, reps)
 	}
 }
+
+// TestRecoveredPower is the revert check's plan on simulated runs: the
+// regression (parent, culprit) and the revert (BAD, reverted) measured
+// side by side, log-normal noise, a 2x regression fully undone, looked at
+// as a culprit check looks (5 runs, then batches of 10, up to 40). The
+// rule must be met within the budget nearly always, even at 30% noise,
+// as noisy as the shared test machine was.
+func TestRecoveredPower(t *testing.T) {
+	for _, tc := range []struct {
+		sigma float64
+		min   int
+	}{{0.1, 99}, {0.2, 97}, {0.3, 93}} {
+		rng := rand.New(rand.NewPCG(16, uint64(100*tc.sigma)))
+		th := Thresholds{Alpha: 0.05, MinEffect: 0.10, MaxSamples: 40, Batch: 10}.WithDefaults()
+		shown, runs := 0, 0
+		const reps = 100
+		for r := 0; r < reps; r++ {
+			var v [4][]float64
+			centers := [4]float64{1, 2, 2, 1}
+			n := 0
+			for _, look := range th.Looks() {
+				for ; n < look; n++ {
+					for i := range v {
+						v[i] = append(v[i], centers[i]*math.Exp(tc.sigma*rng.NormFloat64()))
+					}
+				}
+				reg := Compare(v[0], v[1], LowerIsBetter, th)
+				rev := Compare(v[2], v[3], LowerIsBetter, th)
+				if Recovered(EffectOf(reg), EffectOf(rev), 0.95).Recovers {
+					shown++
+					runs += look
+					break
+				}
+			}
+		}
+		t.Logf("noise %.0f%%: recovery shown in %d/%d, at %.1f runs per build on average", 100*tc.sigma, shown, reps, float64(runs)/float64(max(shown, 1)))
+		if shown < tc.min {
+			t.Errorf("noise %.0f%%: a full revert of a 2x regression shown to recover in only %d of %d", 100*tc.sigma, shown, reps)
+		}
+	}
+}
