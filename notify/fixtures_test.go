@@ -259,4 +259,23 @@ var fixtures = []struct {
 	{"no-regression", noRegression},
 	{"regression-tps", tpsCulprit},
 	{"regression-unmeasurable", unmeasurableCulprit},
+	{"regression-reverts", revertChecked},
+}
+
+// revertChecked is twoCulprits with its revert checks: the first culprit's
+// revert recovers its regression, the second's does not apply to the bad
+// commit, so all of them together are not checked either.
+func revertChecked() *finding.Finding {
+	f := twoCulprits()
+	f.ID = "20260130T020000Z-copy-single-c24e9ef330-reverts"
+	back := cmp("elapsed", "s", stats.LowerIsBetter, "", 17.299, 15.738, 0.011, 10, 0.0002, "improvement")
+	again := cmp("elapsed", "s", stats.LowerIsBetter, "", 15.702, 17.311, 0.011, 10, 0.0002, "regression")
+	f.Reverts = []finding.RevertCheck{
+		{Culprits: []finding.Commit{c9f}, Build: "5d1e0c3b2a4f6e8d0c2b4a6f8e0d2c4b6a8f0e2d", Comparison: &back, Regression: &again,
+			Recovered: 0.973, RecoveredLow: 0.81, RecoveredHigh: 1.136, HasInterval: true, Confidence: 0.95, Recovers: true},
+		{Culprits: []finding.Commit{cFaff}, Skipped: "the revert does not apply: patch revert of " + cFaff.Hash[:10] +
+			" does not apply: src/backend/commands/copyfrom.c: hunk 2 of 3 (@@ -612,7 +612,9 @@): line 612 is \"\tif (cstate->opts.binary)\" where the hunk expects \"\tif (binary)\""},
+		{Culprits: []finding.Commit{c9f, cFaff}, All: true, Skipped: "the revert of " + cFaff.Hash[:10] + " does not apply"},
+	}
+	return f
 }

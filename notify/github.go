@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
 	"github.com/pgbisect/pgbisect/internal/finding"
 )
 

@@ -9,12 +9,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // The plots WritePlots draws, by file name without extension.

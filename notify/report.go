@@ -79,6 +79,10 @@ func build(f *finding.Finding, st style, o Options) doc {
 		d.sections = append(d.sections, s)
 	}
 
+	if s, ok := revertSection(f, st); ok {
+		d.sections = append(d.sections, s)
+	}
+
 	res := section{heading: "Results"}
 	res.blocks = append(res.blocks, para{fmt.Sprintf("Median ± relative standard deviation of n runs, each on a freshly started server; "+
 		"change is bad against good with its %s confidence interval; p is the test that the samples differ. "+

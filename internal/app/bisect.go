@@ -204,6 +204,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		Build: finding.BuildInfo{System: bisectSystem(opts), Configure: opts.Configure,
 			CFLAGS: opts.CFLAGS, MesonOptions: opts.MesonOptions, ClientBin: runner.ClientBin},
 	})
+	f.Reverts = RevertChecks(ctx, sink, RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
+		Thresholds: st.Inputs.Thresholds, StateDir: a.opts.StateDir, ID: st.ID, Skip: req.NoRevertCheck}, f)
 	var box *store.Store
 	var adder notify.Adder
 	if !req.report {

@@ -16,9 +16,11 @@ import (
 // CompareResult is what a comparison found (the JSON of 'pgbisect compare
 // --json').
 type CompareResult struct {
-	Scenario   string           `json:"scenario"`
-	A          string           `json:"a"`
-	B          string           `json:"b"`
+	Scenario string `json:"scenario"`
+	A        string `json:"a"`
+	B        string `json:"b"`
+	// Patches are the files --patch applied on top of A to make B.
+	Patches    []string         `json:"patches,omitempty"`
 	ClientBin  string           `json:"client_bin"`
 	Thresholds stats.Thresholds `json:"thresholds"`
 	// OrderSeed seeds the order of samples (bench.Order; one order per
@@ -77,11 +79,21 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	}
 	defer unlock()
 
+	revs := []string{req.A, req.B}
+	patchedName := ""
+	if len(req.Patches) > 0 {
+		if revs, patchedName, err = a.comparePatched(ctx, req.A, req.Patches, sink); err != nil {
+			return nil, err
+		}
+	}
 	var targets [2]bench.Target
-	for i, rev := range []string{req.A, req.B} {
+	for i, rev := range revs {
 		if targets[i], err = a.target(ctx, rev, sink); err != nil {
 			return nil, err
 		}
+	}
+	if patchedName != "" {
+		targets[1].Name = patchedName
 	}
 	if targets[0].Name == targets[1].Name {
 		// The same commit on both sides (an A/A check): tell the sides apart.
@@ -89,7 +101,7 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 		targets[1].Name += "(B)"
 	}
 	if targets[0].BinDir == targets[1].BinDir {
-		sink.note("note: %s and %s share one build; comparing it with itself", req.A, req.B)
+		sink.note("note: %s and %s share one build; comparing it with itself", revs[0], revs[1])
 	}
 	// One pgbench for both sides, so a change in the client is not
 	// mistaken for a change in the server.
@@ -105,7 +117,7 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	for seed == 0 {
 		seed = rand.Uint64()
 	}
-	res := &CompareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
+	res := &CompareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, Patches: req.Patches, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
 	for i, pt := range points {
 		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
 		pr, err := comparePoint(ctx, r, sc, targets, pt, order, base, flags, sink)

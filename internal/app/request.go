@@ -47,6 +47,8 @@ type BisectRequest struct {
 	ClientBin string `json:"client_bin,omitempty"`
 	// KeepClusters keeps cluster directories.
 	KeepClusters bool `json:"keep_clusters,omitempty"`
+	// NoRevertCheck skips the revert check of the culprits (revert.go).
+	NoRevertCheck bool `json:"no_revert_check,omitempty"`
 	// Post posts the finding to GitHub when the bisection ends; without
 	// it the finding is kept, not queued for posting.
 	Post bool `json:"post,omitempty"`
@@ -99,6 +101,9 @@ func (r BisectRequest) Args() []string {
 	if r.KeepClusters {
 		a = append(a, "--keep-clusters")
 	}
+	if r.NoRevertCheck {
+		a = append(a, "--no-revert-check")
+	}
 	if r.Post {
 		a = append(a, "--post")
 	}
@@ -136,9 +141,12 @@ type CompareRequest struct {
 	Scenario string            `json:"scenario"`
 	Set      map[string]string `json:"set,omitempty"`
 	// A and B are revisions to build, or bin directories of installations.
-	A     string `json:"a"`
-	B     string `json:"b"`
-	Point string `json:"point,omitempty"` // "": every point
+	A string `json:"a"`
+	B string `json:"b,omitempty"`
+	// Patches are patch files (git diff, format-patch or an mbox) applied
+	// in order on top of A to make B; B is then empty.
+	Patches []string `json:"patches,omitempty"`
+	Point   string   `json:"point,omitempty"` // "": every point
 	// ClientBin is the pgbench and psql of both sides; "": the App's,
 	// else A's.
 	ClientBin string `json:"client_bin,omitempty"`

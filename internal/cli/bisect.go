@@ -44,6 +44,7 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable)")
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.KeepClusters, "keep-clusters", false, "keep cluster directories for debugging")
+	fs.BoolVar(&req.NoRevertCheck, "no-revert-check", false, "do not check the culprits by reverting them on top of the bad commit")
 	return func() app.BisectRequest {
 		r := req
 		if len(sets) > 0 {
@@ -111,6 +112,8 @@ func bisectPrintResult(w io.Writer, out *app.BisectResult) {
 			}
 		}
 	}
+	revertPrint(w, out.Finding)
+	revertPrint(w, out.Finding)
 	for _, u := range st.Unresolved {
 		fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -28,7 +29,9 @@ type (
 )
 
 func runCompare(ctx context.Context, env *Env) error {
-	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n\nA and B are revisions to build (or reuse from the cache), or bin directories of installations.")
+	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n       pgbisect compare -s SCENARIO BASE --patch FILE [--patch FILE ...] [flags]\n\n"+
+		"A and B are revisions to build (or reuse from the cache), or bin directories of installations.\n"+
+		"With --patch, B is BASE with the patches applied in order (git diff or format-patch output, or an mbox).")
 	scenario := fs.String("s", "", "scenario file (required)")
 	fs.StringVar(scenario, "scenario", "", "scenario file (same as -s)")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
@@ -45,6 +48,8 @@ func runCompare(ctx context.Context, env *Env) error {
 	prof := fs.Bool("profile", false, "after the verdict, profile both sides with perf and print where the CPU time went (evidence only)")
 	profRuns := fs.Int("profile-runs", 5, "profiled samples per side with --profile")
 	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
+	var patches buildFlagList
+	fs.Var(&patches, "patch", "apply `FILE` (git diff, git format-patch or an mbox) on top of the one revision given and compare with it (repeatable, applied in order)")
 	orderSeed := fs.Uint64("order-seed", 0, "seed of the order of samples, which side starts each A B B A block (default random; the JSON output records it)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -53,8 +58,20 @@ func runCompare(ctx context.Context, env *Env) error {
 	if *scenario == "" {
 		return usageError("-s SCENARIO is required (e.g. -s configs/scenarios/copy-single.yaml)")
 	}
-	if len(pos) != 2 {
+	if len(patches) > 0 && len(pos) != 1 {
+		return usageError("with --patch give one revision, the base the patches apply to (e.g. compare -s copy.yaml master --patch fix.patch)")
+	}
+	if len(patches) == 0 && len(pos) != 2 {
 		return usageError("give two revisions: the baseline A and the candidate B (e.g. compare -s copy.yaml master~10 master)")
+	}
+	b := ""
+	if len(pos) == 2 {
+		b = pos[1]
+	}
+	for i, p := range patches {
+		if abs, err := filepath.Abs(p); err == nil {
+			patches[i] = abs
+		}
 	}
 	a, _, err := flags.open(ctx, env)
 	if err != nil {
@@ -62,7 +79,7 @@ func runCompare(ctx context.Context, env *Env) error {
 	}
 	defer a.Close()
 	res, err := a.Compare(ctx, app.CompareRequest{
-		Scenario: *scenario, Set: sets, A: pos[0], B: pos[1], Point: *point, ClientBin: *clientBin,
+		Scenario: *scenario, Set: sets, A: pos[0], B: b, Patches: patches, Point: *point, ClientBin: *clientBin,
 		Alpha: *alpha, MinEffect: *minEffect, MaxSamples: *maxSamples, MaxTime: *maxTime, KeepClusters: *keep,
 		OrderSeed: *orderSeed, Profile: *prof, ProfileRuns: *profRuns, FlameGraph: *flame,
 	}, progress(env.Stderr))

@@ -34,6 +34,7 @@ func TestCompareUsage(t *testing.T) {
 	}{
 		{[]string{"A", "B"}, "-s SCENARIO is required"},
 		{[]string{"-s", runScenario, "A"}, "give two revisions"},
+		{[]string{"-s", runScenario, "A", "B", "--patch", "fix.patch"}, "with --patch give one revision"},
 	} {
 		code, _, out := compareMain(t, tt.args...)
 		if code != 2 || !strings.Contains(out, tt.err) {

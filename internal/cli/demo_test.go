@@ -65,6 +65,19 @@ func TestDemoEndToEnd(t *testing.T) {
 		named = append(named, c.Commit.Hash)
 	}
 
+	// Each culprit is proved by reverting it on top of the bad commit, and
+	// both together: every revert applies and recovers its regression by
+	// the rule (the 95% interval of the recovered fraction at 50% or more).
+	if len(f.Reverts) != len(f.Culprits)+1 {
+		t.Errorf("%d revert checks for %d culprits, want one each and one of all", len(f.Reverts), len(f.Culprits))
+	}
+	for _, r := range f.Reverts {
+		if r.Skipped != "" || !r.Recovers {
+			t.Errorf("revert check of %d culprit(s) (all %v): recovers %v, %.0f%% [%.0f%%, %.0f%%], skipped %q",
+				len(r.Culprits), r.All, r.Recovers, 100*r.Recovered, 100*r.RecoveredLow, 100*r.RecoveredHigh, r.Skipped)
+		}
+	}
+
 	// Everything is in the results store: the state, every sample, the
 	// builds and the finding (kept, not queued for posting).
 	ctx := context.Background()

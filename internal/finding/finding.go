@@ -87,6 +87,8 @@ type Finding struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Log is the bisection log in the order the commits were measured.
 	Log []Step `json:"log,omitempty"`
+	// Reverts are the revert checks of the culprits (see RevertCheck).
+	Reverts []RevertCheck `json:"reverts,omitempty"`
 
 	// Series is the nightly history of Metric at Point, when the finding
 	// comes from the nightly pass.
@@ -445,6 +447,7 @@ func finiteCopy(f *Finding) Finding {
 	for i := range g.Culprits {
 		g.Culprits[i].Comparisons = cmps(g.Culprits[i].Comparisons)
 	}
+	g.Reverts = finiteReverts(f.Reverts, cmps)
 	g.Log = slices.Clone(f.Log)
 	for i := range g.Log {
 		g.Log[i].Median = finite(g.Log[i].Median)

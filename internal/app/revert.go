@@ -1,0 +1,206 @@
+package app
+
+// The revert check after a bisection (issue 16). This file only wires:
+// build does the reverting (build.Repo.Revert), bench/stats the recovered
+// fraction (stats.Recovered), notify the report (finding.RevertCheck).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/finding"
+)
+
+// RevertInputs are what a revert check needs from the bisection.
+type RevertInputs struct {
+	Repo       *build.Repo
+	Builder    *build.Builder
+	Runner     *bench.Runner // with its client tools set
+	Scenario   *bench.Scenario
+	Point      bench.Point
+	Thresholds stats.Thresholds // the bisection's
+	StateDir   string
+	ID         string // the bisection's; its checks are kept under StateDir/reverts/ID.json
+	Skip       bool   // --no-revert-check
+}
+
+// RevertChecks reverts each culprit of f on top of f.Bad (and, with
+// several, all of them), builds the result and measures it against Bad.
+// Its errors are reported in the checks, never returned: a revert check
+// does not change the finding. A bisection checked before (resumed) keeps
+// its checks.
+func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Finding) []finding.RevertCheck {
+	if in.Skip || (f.Kind != finding.Regression && f.Kind != finding.Improvement) || len(f.Culprits) == 0 {
+		return nil
+	}
+	saved := filepath.Join(in.StateDir, "reverts", in.ID+".json")
+	if data, err := os.ReadFile(saved); err == nil {
+		var checks []finding.RevertCheck
+		if json.Unmarshal(data, &checks) == nil {
+			return checks
+		}
+	}
+	var checks []finding.RevertCheck
+	var exact []finding.Commit
+	var notApplied string
+	for _, c := range f.Culprits {
+		if c.IsRange() {
+			checks = append(checks, finding.RevertCheck{Culprits: []finding.Commit{c.Commit},
+				Skipped: fmt.Sprintf("%s is one of a range of %d candidates next to commits that could not be measured: reverting one of them would not tell which commit it was",
+					c.Commit.ShortHash(), len(c.Range))})
+			if notApplied == "" {
+				notApplied = fmt.Sprintf("culprit %s is a range of candidates", c.Commit.ShortHash())
+			}
+			continue
+		}
+		exact = append(exact, c.Commit)
+		rc := revertCheck(ctx, sink, in, f, []finding.Commit{c.Commit}, c.Parent.Hash, c.Commit.Hash)
+		if rc.Build == "" && notApplied == "" {
+			notApplied = fmt.Sprintf("the revert of %s does not apply", c.Commit.ShortHash())
+		}
+		checks = append(checks, rc)
+	}
+	if len(f.Culprits) > 1 {
+		all := finding.RevertCheck{Culprits: exact, All: true}
+		if notApplied != "" {
+			all.Skipped = notApplied
+		} else {
+			all = revertCheck(ctx, sink, in, f, exact, f.Good.Hash, f.Bad.Hash)
+			all.All = true
+		}
+		checks = append(checks, all)
+	}
+	if ctx.Err() == nil {
+		if data, err := json.Marshal(checks); err == nil {
+			if os.MkdirAll(filepath.Dir(saved), 0o755) == nil {
+				_ = os.WriteFile(saved, data, 0o644)
+			}
+		}
+	}
+	return checks
+}
+
+// revertCheck makes one check: revert the culprits on top of Bad, build
+// that, and measure it against Bad and, in the same interleaved session,
+// the regression being undone (from, to: the culprit's parent and the
+// culprit, or the endpoints for all culprits; their builds are cached by
+// the bisection), at the looks of a culprit check (the bisection's
+// thresholds with bisect.CheckBudget times the budget) until the
+// recovered fraction's interval decides the rule or the budget is spent.
+// The regression is measured again rather than taken from the bisection
+// because a check stops as soon as its verdict is clear, often with an
+// interval too wide to bound a fraction, and because the machine's speed
+// drifts between then and now.
+func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Finding, culprits []finding.Commit, from, to string) finding.RevertCheck {
+	rc := finding.RevertCheck{Culprits: culprits}
+	var hashes, names []string
+	for _, c := range culprits {
+		hashes = append(hashes, c.Hash)
+		names = append(names, c.ShortHash())
+	}
+	label := "revert check " + strings.Join(names, "+")
+	reverted, err := in.Repo.Revert(f.Bad.Hash, hashes...)
+	var ae *build.ApplyError
+	if errors.As(err, &ae) {
+		rc.Skipped = "the revert does not apply: " + err.Error()
+		sink.note("%s: %s", label, rc.Skipped)
+		return rc
+	}
+	if err != nil {
+		rc.Skipped = err.Error()
+		return rc
+	}
+	rc.Build = reverted.Hash
+	sink.note("%s: %s with %s reverted is %s; building it (or reusing its cached build)",
+		label, build.Short(f.Bad.Hash), strings.Join(names, " and "), reverted.Short())
+	// The targets, each commit once: the regression's two sides, Bad and
+	// the reverted build.
+	var targets []bench.Target
+	index := map[string]int{}
+	for _, h := range []string{from, to, f.Bad.Hash, reverted.Hash} {
+		if _, ok := index[h]; ok {
+			continue
+		}
+		inst, err := in.Builder.Build(ctx, h)
+		var be *build.Error
+		if errors.As(err, &be) {
+			rc.Skipped = fmt.Sprintf("%s does not build (%s failed: %s; log %s)", build.Short(h), be.Phase, bisectErrorLine(be.Tail), be.LogPath)
+			return rc
+		}
+		if err != nil {
+			rc.Skipped = fmt.Sprintf("building %s: %v", build.Short(h), err)
+			return rc
+		}
+		index[h] = len(targets)
+		targets = append(targets, bench.Target{Name: build.Short(h), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()})
+	}
+	rev := index[reverted.Hash]
+	targets[rev].Name = build.Short(f.Bad.Hash) + "-revert-" + strings.Join(names, "-")
+	if in.Runner.ClientBin == "" {
+		in.Runner.ClientBin = targets[0].BinDir // a finished bisection resumed: no client was chosen
+	}
+
+	metric, err := bisectMetric(in.Scenario, f.Metric)
+	if err != nil {
+		rc.Skipped = err.Error()
+		return rc
+	}
+	th := in.Thresholds.WithDefaults()
+	th.MaxSamples *= bisect.CheckBudget
+	th.Batch *= bisect.CheckBudget
+	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
+	values := make([][]float64, len(targets))
+	n := 0
+	for _, look := range th.Looks() {
+		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, look-n), func(s bench.Sample) error {
+			for i, t := range targets {
+				if s.Target == t.Name {
+					if v, ok := s.Values[metric.Name]; ok {
+						values[i] = append(values[i], v)
+					}
+					sink.note("%s: %s sample %d of up to %d", label, s.Target, len(values[i]), th.MaxSamples)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			rc.Skipped = "measuring: " + err.Error()
+			return rc
+		}
+		n = look
+		regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
+		revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
+		rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
+		regN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), regC)
+		revN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), revC)
+		rc.Regression, rc.Comparison = &regN, &revN
+		rc.Recovered, rc.Confidence, rc.Recovers, rc.Warnings = rec.Fraction, rec.Confidence, rec.Recovers, rec.Warnings
+		rc.HasInterval = !isInf(rec.Lo) && !isInf(rec.Hi)
+		rc.RecoveredLow, rc.RecoveredHigh = rec.Lo, rec.Hi
+		if rec.Recovers || (rc.HasInterval && rec.Hi < stats.RecoverBound) {
+			break
+		}
+	}
+	sink.note("%s: recovers %.0f%% of the change [%.0f%%, %.0f%%]", label, 100*rc.Recovered, 100*rc.RecoveredLow, 100*rc.RecoveredHigh)
+	return rc
+}
+
+func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
+
+// stringSeed folds a hex hash into a seed.
+func stringSeed(s string) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
