@@ -256,4 +256,5 @@ var fixtures = []struct {
 	{"no-regression", noRegression},
 	{"regression-tps", tpsCulprit},
 	{"regression-unmeasurable", unmeasurableCulprit},
+	{"regression-profiled", profiledCulprits},
 }

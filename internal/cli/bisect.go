@@ -61,6 +61,9 @@ type bisectRequest struct {
 	// is recorded, and pending for 'pgbisect post --pending' only when
 	// Post is set.
 	CallerReports bool
+	// ProfileRuns is the profiled runs each side of a confirmed culprit
+	// gets for "where the time went" (bisectprofile.go); 0: none.
+	ProfileRuns int
 }
 
 // bisectOutcome is what a finished bisection leaves behind.
@@ -92,6 +95,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	flags := addStoreFlags(fs)
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.Keep, "keep-clusters", false, "keep cluster directories for debugging")
+	fs.IntVar(&req.ProfileRuns, "profile-runs", bisectProfileRuns, "CPU-profile each confirmed culprit and its parent with perf this many runs each (0: no profiles)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -101,6 +105,9 @@ func bisectRun(ctx context.Context, env *Env) error {
 	}
 	if req.Resume == "" && (req.Scenario == "" || req.Good == "" || req.Bad == "") {
 		return usageError("give -s SCENARIO, --good REV and --bad REV (or --resume ID)")
+	}
+	if req.ProfileRuns < 0 {
+		return usageError("--profile-runs %d: give a number of runs, or 0 for no profiles", req.ProfileRuns)
 	}
 	if *minEffect < 0 || *minEffect >= 1 {
 		return usageError("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", *minEffect)
@@ -289,6 +296,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
+	bisectProfileJob{Stderr: env.Stderr, StateDir: cfg.StateDir, ID: st.ID, Runs: req.ProfileRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}.profileCulprits(ctx, f)
 	var box *outbox.DB
 	var adder notify.Adder
 	if !req.CallerReports {

@@ -213,6 +213,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
 	stateDir := fs.String("state", "", "state `DIR` (default from the config); the demo repository goes to DIR/demo")
 	repoDir := fs.String("repo", "", "where to create the demo repository (default: DIR/demo/postgresql-15-demo.git)")
+	profileRuns := fs.Int("profile-runs", bisectProfileRuns, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
 	shared := fs.Bool("shared-fixture", false, "hard-link the release from the test fixture instead of importing the tarball (tests)")
 	if _, err := parseFlags(fs, env); err != nil {
 		return err
@@ -240,10 +241,11 @@ func demoRun(ctx context.Context, env *Env) error {
 	cfg.Repo = h.Dir
 	req := bisectRequest{
 		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
-		Set:        map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
-		MinEffect:  *minEffect,
-		MaxSamples: *maxSamples,
-		ClientBin:  cfg.Bench.ClientBin,
+		Set:         map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
+		MinEffect:   *minEffect,
+		MaxSamples:  *maxSamples,
+		ClientBin:   cfg.Bench.ClientBin,
+		ProfileRuns: max(*profileRuns, 0),
 	}
 	out, err := bisectExecute(ctx, env, cfg, req)
 	if err != nil {

@@ -197,7 +197,7 @@ func (d *nightlyDeps) bisect(ctx context.Context, req nightly.BisectRequest, pro
 		CallerReports: true,
 		Scenario:      req.Scenario.File, Good: req.Good.Hash, Bad: req.Bad.Hash, Metric: req.Metric, Point: req.Point,
 		MinEffect: req.Thresholds.MinEffect,
-		ClientBin: d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters,
+		ClientBin: d.cfg.Bench.ClientBin, Keep: d.cfg.Bench.KeepClusters, ProfileRuns: bisectProfileRuns,
 	})
 	if err != nil {
 		return nil, err

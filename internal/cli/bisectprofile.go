@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/notify"
+)
+
+// bisectProfileRuns is the profiled runs each side of a confirmed culprit
+// gets unless --profile-runs says otherwise: 5 a side lets the rank test
+// reach p = 0.008.
+const bisectProfileRuns = 5
+
+// bisectProfileTop is how many growers of each kind a report lists.
+const bisectProfileTop = 10
+
+// bisectProfileJob is what profiling the culprits of a finished bisection
+// needs; the bisection's own runner and builder are reused, so the builds
+// are cache hits and the clusters already set up.
+type bisectProfileJob struct {
+	Stderr   io.Writer
+	StateDir string
+	ID       string // the bisection's, naming the cache of its profiles
+	Runs     int    // per side; 0 profiles nothing
+	Runner   *bench.Runner
+	Builder  *bisectBuilder
+	Options  build.Options
+	Scenario *bench.Scenario
+	Point    bench.Point
+}
+
+// profileCulprits profiles every confirmed culprit of f against its parent
+// and puts "where the time went" in f: the table in the culprit's Profile,
+// the differential flame graph next to the report. It never fails the
+// bisection: whatever goes wrong becomes a warning of the profile. A
+// resumed bisection reuses the profiles taken before (saved under
+// <state>/profiles/<bisection>/).
+func (j bisectProfileJob) profileCulprits(ctx context.Context, f *notify.Finding) {
+	if j.Runs <= 0 {
+		return
+	}
+	for i := range f.Culprits {
+		c := &f.Culprits[i]
+		if c.IsRange() || !c.Verified || c.Parent.Hash == "" {
+			continue // only a confirmed single commit is worth profiling
+		}
+		name := fmt.Sprintf("flame-%s.svg", c.Commit.ShortHash())
+		cache := filepath.Join(j.StateDir, "profiles", j.ID, fmt.Sprintf("%s-%s-%d", c.Commit.ShortHash(), c.Parent.ShortHash(), j.Runs))
+		p, err := j.cached(cache)
+		if err != nil {
+			p = j.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg")
+			if ctx.Err() != nil {
+				return
+			}
+			if data, err := json.Marshal(p); err == nil {
+				if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
+					os.WriteFile(cache+".json", data, 0o644)
+				}
+			}
+		}
+		if p.FlameGraph != "" {
+			p.FlameGraph = name
+			if err := bisectCopyFile(cache+".svg", filepath.Join(notify.ReportsDir(j.StateDir), f.ID, name)); err != nil {
+				p.FlameGraph = ""
+				p.Warnings = append(p.Warnings, "no flame graph: "+err.Error())
+			}
+		}
+		c.Profile = p
+	}
+}
+
+// cached reads a profile saved by an earlier process of the bisection.
+func (j bisectProfileJob) cached(path string) (*notify.Profile, error) {
+	data, err := os.ReadFile(path + ".json")
+	if err != nil {
+		return nil, err
+	}
+	var p notify.Profile
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// profile takes the profiled runs of parent and culprit and writes the
+// flame graph to svg.
+func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg string) *notify.Profile {
+	fp := strings.Contains(j.Options.CFLAGS, build.FramePointerFlag)
+	failed := func(err error) *notify.Profile {
+		return &notify.Profile{Point: j.Point.String(), FramePointers: fp, Warnings: []string{"no profile comparison: " + err.Error()}}
+	}
+	var targets [2]bench.Target
+	for i, h := range []string{parent, culprit} {
+		t, err := j.Builder.Build(ctx, h)
+		if err != nil {
+			return failed(fmt.Errorf("building %s: %w", build.Short(h), err))
+		}
+		targets[i] = t.(bisectTarget).Target
+	}
+	fmt.Fprintf(j.Stderr, "==> where the time went: profiling %s against its parent %s, %d runs each\n", targets[1].Name, targets[0].Name, j.Runs)
+	done := [2]int{}
+	pc, err := bench.CompareProfiles(ctx, j.Runner, profile.Recorder{Dir: j.StateDir}, j.Scenario, targets[0], targets[1], j.Point, j.Runs, bench.Order{},
+		func(s bench.Sample) {
+			side := 0
+			if s.Target == targets[1].Name {
+				side = 1
+			}
+			done[side]++
+			n := 0
+			if s.Profile != nil {
+				n = s.Profile.Samples
+			}
+			fmt.Fprintf(j.Stderr, "profiled %s run %d/%d: %d CPU samples\n", s.Target, done[side], j.Runs, n)
+		})
+	if err != nil {
+		return failed(err)
+	}
+	p := notify.FromProfile(j.Point.String(), pc.Diff.Summary(bisectProfileTop), fp)
+	if pc.Diff.BaseRuns > 0 && pc.Diff.CulpritRuns > 0 {
+		title := fmt.Sprintf("%s: %s against its parent %s", j.Scenario.Name, targets[1].Name, targets[0].Name)
+		if err := os.MkdirAll(filepath.Dir(svg), 0o755); err == nil {
+			err = writeFlameGraph(svg, title, pc.Base, pc.Culprit)
+		}
+		if err != nil {
+			p.Warnings = append(p.Warnings, "no flame graph: "+err.Error())
+		} else {
+			p.FlameGraph = filepath.Base(svg)
+		}
+	}
+	return p
+}
+
+// bisectCopyFile copies src to dst, creating dst's directory.
+func bisectCopyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
+}

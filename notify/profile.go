@@ -1,0 +1,136 @@
+package notify
+
+import (
+	"fmt"
+
+	"github.com/pgbisect/pgbisect/bench/profile"
+)
+
+// Profile is "where the time went" for a culprit: CPU profiles of the
+// culprit and of its parent, taken after the culprit was confirmed, and
+// compared run by run. It is evidence, never a verdict: the verdict comes
+// from the unprofiled samples of Comparisons.
+//
+// Shares are fractions (0..1) of a side's CPU samples in the server's
+// processes, the median over that side's profiled runs.
+type Profile struct {
+	// Point is the matrix point profiled ("" without a matrix).
+	Point string `json:"point,omitempty"`
+	// ParentRuns and CulpritRuns count the profiled runs with samples.
+	ParentRuns  int `json:"parent_runs"`
+	CulpritRuns int `json:"culprit_runs"`
+	// MinP is the smallest p the rank test can give with these run counts
+	// (0.008 with 5 a side): no row can be surer than that.
+	MinP float64 `json:"min_p"`
+	// Self are the functions whose self share (running the function
+	// itself) grew most, largest growth first; Inclusive those whose
+	// inclusive share (with its callees) did.
+	Self      []FunctionShare `json:"self,omitempty"`
+	Inclusive []FunctionShare `json:"inclusive,omitempty"`
+	// FramePointers is true when the builds profiled keep frame pointers;
+	// without them perf's stacks above the leaf are partial, so inclusive
+	// shares are indicative only (self shares are exact either way).
+	FramePointers bool `json:"frame_pointers"`
+	// FlameGraph is the file name of the differential flame graph (SVG)
+	// next to the report, "" when there is none.
+	FlameGraph string `json:"flame_graph,omitempty"`
+	// Warnings say why a profile is missing or thin (no perf, no
+	// permission, too few runs to be sure of anything).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FunctionShare is one function's share of the CPU on both sides.
+type FunctionShare struct {
+	Function string  `json:"function"`
+	Parent   float64 `json:"parent"`
+	Culprit  float64 `json:"culprit"`
+	// Change is Culprit minus Parent (0.05: five points more).
+	Change float64 `json:"change"`
+	// P is the two-sided Mann-Whitney p-value over the per-run shares.
+	P float64 `json:"p"`
+}
+
+// FromProfile converts the summary of bench/profile into a report's
+// Profile.
+func FromProfile(point string, s profile.Summary, framePointers bool) *Profile {
+	conv := func(cs []profile.Change, inclusive bool) []FunctionShare {
+		var out []FunctionShare
+		for _, c := range cs {
+			fs := FunctionShare{Function: c.Function, Parent: c.Base.Self, Culprit: c.Culprit.Self, Change: c.Self, P: c.PSelf}
+			if inclusive {
+				fs = FunctionShare{Function: c.Function, Parent: c.Base.Inclusive, Culprit: c.Culprit.Inclusive, Change: c.Inclusive, P: c.PInclusive}
+			}
+			fs.Parent, fs.Culprit, fs.Change, fs.P = finite(fs.Parent), finite(fs.Culprit), finite(fs.Change), finite(fs.P)
+			out = append(out, fs)
+		}
+		return out
+	}
+	return &Profile{Point: point, ParentRuns: s.BaseRuns, CulpritRuns: s.CulpritRuns, MinP: finite(s.MinP),
+		Self: conv(s.Self, false), Inclusive: conv(s.Inclusive, true), FramePointers: framePointers,
+		Warnings: append([]string(nil), s.Warnings...)}
+}
+
+// profileSection is "Where the time went": for each culprit with a
+// profile, the top growers by self and by inclusive share, the flame
+// graph and the warnings.
+func profileSection(f *Finding, st style, o Options) (section, bool) {
+	s := section{heading: "Where the time went"}
+	for _, c := range f.Culprits {
+		p := c.Profile
+		if p == nil {
+			continue
+		}
+		intro := fmt.Sprintf("CPU profiles of %s against its parent %s", commitRef(culpritTip(c), st), st.code(keyHash(c.Parent)))
+		if p.Point != "" {
+			intro += " at " + st.esc(p.Point)
+		}
+		if p.ParentRuns == 0 || p.CulpritRuns == 0 {
+			s.blocks = append(s.blocks, para{intro + ": none could be taken."})
+		} else {
+			intro += fmt.Sprintf(" (perf, %d and %d runs): each function's share of the server's CPU samples, the median over runs, "+
+				"and p from a rank test over the per-run shares (the smallest possible with these runs is %s). "+
+				"Profiled runs are slowed by the profiler and not judged.", p.ParentRuns, p.CulpritRuns, pvalue(p.MinP))
+			if !p.FramePointers {
+				intro += " The builds omit frame pointers, so callers above a function can be missing: inclusive shares are indicative, self shares exact."
+			}
+			s.blocks = append(s.blocks, para{intro})
+			for _, k := range []struct {
+				title string
+				rows  []FunctionShare
+			}{{"Self time (the function itself)", p.Self}, {"Inclusive time (with its callees)", p.Inclusive}} {
+				if len(k.rows) == 0 {
+					s.blocks = append(s.blocks, para{k.title + ": no function's share grew."})
+					continue
+				}
+				s.blocks = append(s.blocks, para{k.title + ":"}, shareTable(k.rows, st))
+			}
+		}
+		if p.FlameGraph != "" {
+			if st.markdown() && (o.PlotURL != "" || o.Marker == "") {
+				s.blocks = append(s.blocks, para{fmt.Sprintf("Differential flame graph (red: share grew, blue: shrank): [%s](%s%s)", st.esc(p.FlameGraph), o.PlotURL, p.FlameGraph)})
+			} else {
+				s.blocks = append(s.blocks, para{fmt.Sprintf("Differential flame graph (red: share grew, blue: shrank) next to the report of finding %s: %s.", st.code(f.ID), p.FlameGraph)})
+			}
+		}
+		if len(p.Warnings) > 0 {
+			var items []string
+			for _, w := range p.Warnings {
+				items = append(items, st.esc(w))
+			}
+			s.blocks = append(s.blocks, list{items: items})
+		}
+	}
+	return s, len(s.blocks) > 0
+}
+
+func shareTable(rows []FunctionShare, st style) table {
+	t := table{head: []string{"function", "parent", "culprit", "change", "p"}, right: []bool{false, true, true, true, true}}
+	for _, r := range rows {
+		t.rows = append(t.rows, []string{st.code(r.Function), share(r.Parent), share(r.Culprit),
+			fmt.Sprintf("%+.1f pt", 100*r.Change), pvalue(r.P)})
+	}
+	return t
+}
+
+// share formats a fraction of the CPU: "12.3%".
+func share(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
