@@ -64,6 +64,9 @@ type bisectRequest struct {
 	// ProfileRuns is the profiled runs each side of a confirmed culprit
 	// gets for "where the time went" (bisectprofile.go); 0: none.
 	ProfileRuns int
+	// ProfileFramePointers profiles builds with frame pointers instead
+	// of the bisection's own.
+	ProfileFramePointers bool
 }
 
 // bisectOutcome is what a finished bisection leaves behind.
@@ -96,6 +99,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.Keep, "keep-clusters", false, "keep cluster directories for debugging")
 	fs.IntVar(&req.ProfileRuns, "profile-runs", bisectProfileRuns, "CPU-profile each confirmed culprit and its parent with perf this many runs each (0: no profiles)")
+	fs.BoolVar(&req.ProfileFramePointers, "profile-frame-pointers", false, "profile builds made with -fno-omit-frame-pointer (a separate build; the first is a full one) for exact inclusive shares")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return err
@@ -296,7 +300,7 @@ func bisectExecute(ctx context.Context, env *Env, cfg *config.Config, req bisect
 		Build: notify.BuildInfo{System: bisectSystem(builder.Options()), Configure: builder.Options().Configure,
 			CFLAGS: builder.Options().CFLAGS, MesonOptions: builder.Options().MesonOptions, ClientBin: runner.ClientBin},
 	})
-	bisectProfileJob{Stderr: env.Stderr, StateDir: cfg.StateDir, ID: st.ID, Runs: req.ProfileRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}.profileCulprits(ctx, f)
+	bisectProfileJob{Stderr: env.Stderr, StateDir: cfg.StateDir, ID: st.ID, Runs: req.ProfileRuns, Runner: runner, Builder: bb, Options: builder.Options(), FramePointers: bisectFramePointers(req.ProfileFramePointers, env, repo, cfg.StateDir, builder), Scenario: sc, Point: point}.profileCulprits(ctx, f)
 	var box *outbox.DB
 	var adder notify.Adder
 	if !req.CallerReports {

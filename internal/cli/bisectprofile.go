@@ -34,8 +34,14 @@ type bisectProfileJob struct {
 	Runner   *bench.Runner
 	Builder  *bisectBuilder
 	Options  build.Options
-	Scenario *bench.Scenario
-	Point    bench.Point
+	// FramePointers, when set, builds the culprit and its parent again
+	// with -fno-omit-frame-pointer (a build key and worktree of their
+	// own; the first such build is a full one) and profiles those, so
+	// that inclusive shares are exact. Otherwise the bisection's own
+	// builds are profiled.
+	FramePointers *build.Builder
+	Scenario      *bench.Scenario
+	Point         bench.Point
 }
 
 // profileCulprits profiles every confirmed culprit of f against its parent
@@ -54,7 +60,11 @@ func (j bisectProfileJob) profileCulprits(ctx context.Context, f *notify.Finding
 			continue // only a confirmed single commit is worth profiling
 		}
 		name := fmt.Sprintf("flame-%s.svg", c.Commit.ShortHash())
-		cache := filepath.Join(j.StateDir, "profiles", j.ID, fmt.Sprintf("%s-%s-%d", c.Commit.ShortHash(), c.Parent.ShortHash(), j.Runs))
+		key := fmt.Sprintf("%s-%s-%d", c.Commit.ShortHash(), c.Parent.ShortHash(), j.Runs)
+		if j.FramePointers != nil {
+			key += "-fp"
+		}
+		cache := filepath.Join(j.StateDir, "profiles", j.ID, key)
 		p, err := j.cached(cache)
 		if err != nil {
 			p = j.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg")
@@ -95,11 +105,29 @@ func (j bisectProfileJob) cached(path string) (*notify.Profile, error) {
 // flame graph to svg.
 func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg string) *notify.Profile {
 	fp := strings.Contains(j.Options.CFLAGS, build.FramePointerFlag)
+	var warnings []string
 	failed := func(err error) *notify.Profile {
-		return &notify.Profile{Point: j.Point.String(), FramePointers: fp, Warnings: []string{"no profile comparison: " + err.Error()}}
+		return &notify.Profile{Point: j.Point.String(), FramePointers: fp, Warnings: append(warnings, "no profile comparison: "+err.Error())}
 	}
 	var targets [2]bench.Target
+	if j.FramePointers != nil && !fp {
+		b := &bisectBuilder{b: j.FramePointers}
+		for i, h := range []string{parent, culprit} {
+			t, err := b.Build(ctx, h)
+			if err != nil {
+				warnings = []string{fmt.Sprintf("profiled the builds without frame pointers: building %s with %s failed: %v", build.Short(h), build.FramePointerFlag, err)}
+				targets = [2]bench.Target{}
+				break
+			}
+			targets[i] = t.(bisectTarget).Target
+			targets[i].Name += "-fp"
+		}
+		fp = targets[1].BinDir != ""
+	}
 	for i, h := range []string{parent, culprit} {
+		if targets[i].BinDir != "" {
+			continue
+		}
 		t, err := j.Builder.Build(ctx, h)
 		if err != nil {
 			return failed(fmt.Errorf("building %s: %w", build.Short(h), err))
@@ -125,6 +153,7 @@ func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg stri
 		return failed(err)
 	}
 	p := notify.FromProfile(j.Point.String(), pc.Diff.Summary(bisectProfileTop), fp)
+	p.Warnings = append(warnings, p.Warnings...)
 	if pc.Diff.BaseRuns > 0 && pc.Diff.CulpritRuns > 0 {
 		title := fmt.Sprintf("%s: %s against its parent %s", j.Scenario.Name, targets[1].Name, targets[0].Name)
 		if err := os.MkdirAll(filepath.Dir(svg), 0o755); err == nil {
@@ -149,4 +178,15 @@ func bisectCopyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, data, 0o644)
+}
+
+// bisectFramePointers is the builder of profiled builds with frame
+// pointers (--profile-frame-pointers), nil when not asked for.
+func bisectFramePointers(on bool, env *Env, repo *build.Repo, stateDir string, b *build.Builder) *build.Builder {
+	if !on {
+		return nil
+	}
+	fb := build.NewBuilder(repo, stateDir, b.Options().WithFramePointers(), env.Stderr, env.Log)
+	fb.Timeout = b.Timeout
+	return fb
 }

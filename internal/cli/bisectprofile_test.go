@@ -1,13 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/notify"
 )
 
@@ -54,5 +62,70 @@ func TestProfileCulpritsCachedAndSkipped(t *testing.T) {
 	}
 	if f.Culprits[1].Profile != nil || f.Culprits[2].Profile != nil {
 		t.Errorf("an unverified culprit or a range was profiled")
+	}
+}
+
+// TestProfileCulpritsRealServer profiles a culprit and its parent on real
+// servers (Debian's PostgreSQL 15 standing in for both builds) the way a
+// finished bisection does, with --profile-frame-pointers asked for on a
+// repository that cannot build: the frame-pointer builds fail, the
+// bisection's own builds are profiled instead with a warning saying so,
+// and with perf (and root) the table has both sides' runs and the flame
+// graph lies next to the report. Without perf the profile says why.
+func TestProfileCulpritsRealServer(t *testing.T) {
+	bin := runPG15(t)
+	state := runState(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	repoDir, c1, c2, _, _ := bisectTestRepo(t)
+	repo, err := build.Open(ctx, repoDir, state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &bench.Runner{StateDir: state}
+	if proc.IsRoot() {
+		if runner.RunAs, err = proc.LookupUser("postgres"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer runner.Close(context.Background())
+	sc, err := bench.Load([]byte(profiledInsert), "insert.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	job := bisectProfileJob{Stderr: &stderr, StateDir: state, ID: "abc", Runs: 2, Runner: runner, Scenario: sc,
+		Builder: &bisectBuilder{cache: map[string]bisectTarget{
+			c1: {Target: bench.Target{Name: build.Short(c1), BinDir: bin}, Hash: c1},
+			c2: {Target: bench.Target{Name: build.Short(c2), BinDir: bin}, Hash: c2},
+		}},
+		FramePointers: build.NewBuilder(repo, state, build.Options{}.WithFramePointers(), io.Discard, nil),
+	}
+	f := &notify.Finding{ID: "20260130T020000Z-insert-abc", Culprits: []notify.Culprit{
+		{Commit: notify.Commit{Hash: c2}, Parent: notify.Commit{Hash: c1}, Verified: true}}}
+	job.profileCulprits(ctx, f)
+	p := f.Culprits[0].Profile
+	if p == nil {
+		t.Fatalf("no profile; stderr:\n%s", stderr.String())
+	}
+	warnings := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(warnings, "profiled the builds without frame pointers") || p.FramePointers {
+		t.Errorf("failed frame-pointer builds: frame_pointers %v, warnings %q", p.FramePointers, warnings)
+	}
+	if _, err := exec.LookPath("perf"); err != nil || !proc.IsRoot() {
+		if p.ParentRuns+p.CulpritRuns != 0 || !strings.Contains(warnings, "no CPU profile") {
+			t.Errorf("profile without perf or root: %+v", p)
+		}
+		return
+	}
+	if p.ParentRuns != 2 || p.CulpritRuns != 2 || p.MinP < 0.3 {
+		t.Errorf("profile: %+v\n%s", p, stderr.String())
+	}
+	svg, err := os.ReadFile(filepath.Join(notify.ReportsDir(state), f.ID, p.FlameGraph))
+	if p.FlameGraph == "" || err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
+		t.Errorf("flame graph %q: %v", p.FlameGraph, err)
+	}
+	if md := notify.MarkdownFile(f); !strings.Contains(md, "### Where the time went") || !strings.Contains(md, "2 and 2 runs") {
+		t.Errorf("report:\n%s", md)
 	}
 }
