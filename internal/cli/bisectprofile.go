@@ -49,7 +49,8 @@ type bisectProfileJob struct {
 // the differential flame graph next to the report. It never fails the
 // bisection: whatever goes wrong becomes a warning of the profile. A
 // resumed bisection reuses the profiles taken before (saved under
-// <state>/profiles/<bisection>/).
+// <state>/profiles/<bisection>/); one that could not be taken is tried
+// again.
 func (j bisectProfileJob) profileCulprits(ctx context.Context, f *notify.Finding) {
 	if j.Runs <= 0 {
 		return
@@ -71,7 +72,9 @@ func (j bisectProfileJob) profileCulprits(ctx context.Context, f *notify.Finding
 			if ctx.Err() != nil {
 				return
 			}
-			if data, err := json.Marshal(p); err == nil {
+			// Only a profile that was taken is kept: one that failed (no
+			// perf, a failed sample) is tried again when the bisection is.
+			if data, err := json.Marshal(p); err == nil && p.ParentRuns > 0 && p.CulpritRuns > 0 {
 				if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
 					os.WriteFile(cache+".json", data, 0o644)
 				}
