@@ -28,8 +28,9 @@ type Profile struct {
 	Self      []FunctionShare `json:"self,omitempty"`
 	Inclusive []FunctionShare `json:"inclusive,omitempty"`
 	// FramePointers is true when the builds profiled keep frame pointers;
-	// without them perf's stacks above the leaf are partial, so inclusive
-	// shares are indicative only (self shares are exact either way).
+	// without them perf's stacks stop a frame or two above the leaf, so
+	// inclusive shares miss most callers (self shares are sound either
+	// way; docs/profiles.md has the measurement).
 	FramePointers bool `json:"frame_pointers"`
 	// FlameGraph is the file name of the differential flame graph (SVG)
 	// next to the report, "" when there is none.
@@ -91,7 +92,7 @@ func profileSection(f *Finding, st style, o Options) (section, bool) {
 				"and p from a rank test over the per-run shares (the smallest possible with these runs is %s). "+
 				"Profiled runs are slowed by the profiler and not judged.", p.ParentRuns, p.CulpritRuns, pvalue(p.MinP))
 			if !p.FramePointers {
-				intro += " The builds omit frame pointers, so callers above a function can be missing: inclusive shares are indicative, self shares exact."
+				intro += " The builds omit frame pointers, so perf loses most callers above the function running: self shares are sound, inclusive shares miss callers (bisect --profile-frame-pointers profiles builds that keep them)."
 			}
 			s.blocks = append(s.blocks, para{intro})
 			for _, k := range []struct {
