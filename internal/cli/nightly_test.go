@@ -162,6 +162,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 			if !c.Verified || c.IsRange() {
 				t.Errorf("culprit %s: verified %v, range of %d", c.Commit.ShortHash(), c.Verified, len(c.Range))
 			}
+			checkCulpritProfile(t, c, "NextCopyFrom", filepath.Join(notify.ReportsDir(state), id))
 		}
 	}
 	if len(named) != 1 || named[0] != culprit {
