@@ -88,7 +88,27 @@ func (j bisectProfileJob) profileCulprits(ctx context.Context, f *notify.Finding
 			}
 		}
 		c.Profile = p
+		fmt.Fprintf(j.Stderr, "==> where the time went in %s: %s\n", c.Commit.ShortHash(), bisectProfileLine(p))
 	}
+}
+
+// bisectProfileLine sums up a profile in one line: the top three self
+// growers, or why there are none.
+func bisectProfileLine(p *notify.Profile) string {
+	var parts []string
+	for i, r := range p.Self {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %+.1f points (p %.3g)", r.Function, 100*r.Change, r.P))
+	}
+	if len(parts) == 0 {
+		if len(p.Warnings) > 0 {
+			return p.Warnings[0]
+		}
+		return "no function's self share grew"
+	}
+	return "self share grew most in " + strings.Join(parts, ", ")
 }
 
 // cached reads a profile saved by an earlier process of the bisection.

@@ -60,6 +60,9 @@ func TestProfileCulpritsCachedAndSkipped(t *testing.T) {
 	if svg, err := os.ReadFile(filepath.Join(notify.ReportsDir(state), f.ID, p.FlameGraph)); err != nil || string(svg) != "<svg/>" {
 		t.Errorf("flame graph next to the report: %q, %v", svg, err)
 	}
+	if line := bisectProfileLine(p); line != "self share grew most in NextCopyFrom +17.0 points (p 0.0079)" {
+		t.Errorf("progress line %q", line)
+	}
 	if f.Culprits[1].Profile != nil || f.Culprits[2].Profile != nil {
 		t.Errorf("an unverified culprit or a range was profiled")
 	}
