@@ -276,7 +276,7 @@ func TestWarmLifecycle(t *testing.T) {
 	defer r.Close(ctx)
 	sc, err := Load([]byte(`lifecycle: warm
 setup:
-  - sql: CREATE TABLE t AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 200000) g
+  - sql: CREATE TABLE t AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, 600000) g
   - sql: VACUUM (FREEZE, ANALYZE) t
 workload:
   - {name: scan, sql: "SELECT count(*) FROM t WHERE s LIKE '%ab%'"}
@@ -295,7 +295,7 @@ metrics:
 	}
 	targets := []Target{{Name: "A", BinDir: bin}, {Name: "B", BinDir: bin}}
 	th := stats.DefaultThresholds
-	th.MinEffect = 0.10 // a 50 ms query on a shared 2-core machine
+	th.MinEffect = 0.10 // a 0.1 s query on a shared 2-core machine
 	th.StartSamples, th.Batch, th.MaxSamples = 10, 10, 60
 	samples := map[string][]Sample{}
 	values := func(name string) []float64 {

@@ -91,3 +91,35 @@ func TestProfileRealServer(t *testing.T) {
 		t.Errorf("flame graph does not show %s", top[0])
 	}
 }
+
+// TestCompareProfilesWithoutPerf compares profiles on a real server with
+// a perf that is not there: one run, then a warning that says why and
+// what to install, and no error (a bisection must not fail for want of a
+// profile).
+func TestCompareProfilesWithoutPerf(t *testing.T) {
+	bin := pgBin(t)
+	r, _ := newTestRunner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sc, err := Load([]byte(profiledScenario), "profiled.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Target{Name: "a", BinDir: bin}, Target{Name: "b", BinDir: bin}
+	runs := 0
+	pc, err := CompareProfiles(ctx, r, profile.Recorder{Perf: "/nonexistent/perf"}, sc, a, b, Point{}, 3, Order{}, func(Sample) { runs++ })
+	r.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Errorf("%d profiled runs without perf, want 1", runs)
+	}
+	w := strings.Join(pc.Diff.Warnings, "; ")
+	if !strings.Contains(w, "perf is not installed") || !strings.Contains(w, "no further profiled runs") || pc.Diff.BaseRuns != 0 {
+		t.Errorf("comparison without perf: %+v", pc.Diff)
+	}
+	if _, err := CompareProfiles(ctx, r, profile.Recorder{}, sc, a, b, Point{}, 0, Order{}, nil); err == nil {
+		t.Errorf("0 profiled runs accepted")
+	}
+}

@@ -356,6 +356,9 @@ func (s *State) candidates(l, r int) []int {
 // there is none, that is when l and r are adjacent as far as measuring can
 // tell.
 func (s *State) midpoint(l, r int) (int, bool) {
+	if m, ok := s.hintSplit(l, r); ok {
+		return m, true
+	}
 	kl, kr := s.Commits[l].Key, s.Commits[r].Key
 	total := len(s.candidates(l, r))
 	best, bestD, left := -1, math.MaxInt, 0
@@ -370,6 +373,47 @@ func (s *State) midpoint(l, r int) (int, bool) {
 		}
 		if d := abs(2*left - total); d < bestD {
 			best, bestD = i, d
+		}
+	}
+	return best, best >= 0
+}
+
+// hintSplit chooses, when a hinted commit h lies in (l, r], the split
+// that isolates it: at h itself when it lies inside, so that (l, h) holds
+// it; when h is r, at the last commit before it that can split, so that
+// (m, h) is adjacent. A right hint names the culprit in two splits; a
+// wrong one costs at most two lopsided splits before it leaves the range.
+// Of several hints the one nearest the range's middle is taken.
+func (s *State) hintSplit(l, r int) (int, bool) {
+	if len(s.Hints) == 0 {
+		return 0, false
+	}
+	kl, kr := s.Commits[l].Key, s.Commits[r].Key
+	can := func(i int) bool {
+		c := s.Commits[i]
+		return !c.NoCompile && !s.Skipped(i) && c.Key != kl && c.Key != kr
+	}
+	best, bestD := -1, math.MaxInt
+	for _, h := range s.Hints {
+		if h <= l || h > r || s.Commits[h].NoCompile || s.Skipped(h) {
+			continue
+		}
+		m := -1
+		if h < r && can(h) {
+			m = h
+		} else {
+			for i := h - 1; i > l; i-- {
+				if can(i) {
+					m = i
+					break
+				}
+			}
+		}
+		if m < 0 {
+			continue
+		}
+		if d := abs(2*m - l - r); d < bestD {
+			best, bestD = m, d
 		}
 	}
 	return best, best >= 0

@@ -47,6 +47,48 @@ type SimConfig struct {
 	// Plan is the bisection's State.Plan: 0 takes CurrentPlan, -1 plan 0
 	// (both halves of every split judged, as bisections before plans did).
 	Plan int
+	// Hints models a profile of the endpoints pointing the search at
+	// commits (State.Hints); zero: no hints.
+	Hints SimHints
+}
+
+// SimHints models how a profile of the endpoints points at commits: the
+// functions whose share grew are looked up, and the commits of the range
+// that touch their files become hints. Each true culprit is among them
+// with probability Right (the profile names a function in a file the
+// culprit changed); Others more commits, not culprits, touch the same
+// files. The hints are drawn from a generator of their own, so a history
+// and its noise are the same with and without them.
+type SimHints struct {
+	Right  float64
+	Others int
+}
+
+// On reports whether h gives any hint.
+func (h SimHints) On() bool { return h.Right > 0 || h.Others > 0 }
+
+// draw returns the hinted commits of history hs.
+func (h SimHints) draw(hs *SimHistory, seed uint64) []int {
+	if !h.On() {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x41175))
+	var hints, others []int
+	for _, c := range hs.Culprits {
+		if rng.Float64() < h.Right {
+			hints = append(hints, c)
+		}
+	}
+	for i := 1; i < len(hs.Commits); i++ {
+		if !hs.Commits[i].NoCompile && !slices.Contains(hs.Culprits, i) {
+			others = append(others, i)
+		}
+	}
+	for _, p := range rng.Perm(len(others))[:min(h.Others, len(others))] {
+		hints = append(hints, others[p])
+	}
+	slices.Sort(hints)
+	return hints
 }
 
 // Drift is a model of a machine whose speed changes over the hours of a
@@ -310,6 +352,7 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	if cfg.Plan != 0 {
 		s.Plan = max(cfg.Plan, 0)
 	}
+	s.Hints = cfg.Hints.draw(h, seed)
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
 	if err := e.Run(context.Background(), s); err != nil {
 		return SimRun{}, nil, nil, err

@@ -197,3 +197,75 @@ func TestSimLabDrawsStatsNoise(t *testing.T) {
 		t.Errorf("an unknown noise model: %v, want an error listing the models", err)
 	}
 }
+
+var hintTable = flag.String("hinttable", "", "run the profile-guided search experiment and write it as Markdown to this file")
+
+// hintModels are the profiles of the experiment: none, right most of the
+// time, right half the time, and always wrong; each with two more
+// commits touching the same files.
+var hintModels = []SimHints{{}, {Right: 0.8, Others: 2}, {Right: 0.5, Others: 2}, {Right: 0, Others: 3}}
+
+// TestProfileHintTable measures profile-guided search in the simulation
+// (docs/bisect.md, "Profile-guided search"):
+//
+//	go test ./bisect -run TestProfileHintTable -hinttable /tmp/hints.md -simruns 200 -timeout 2h
+func TestProfileHintTable(t *testing.T) {
+	if *hintTable == "" {
+		t.Skip("run with -hinttable FILE to write the profile-guided search table")
+	}
+	families := []SimConfig{
+		{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3},
+		{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3},
+		{Commits: 100, Culprits: 1, Effect: 0.10},
+	}
+	var b strings.Builder
+	b.WriteString("| commits | culprits | hints: culprit named, other commits | runs | exact culprits | wrong blame | builds | samples |\n|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	for i, fam := range families {
+		for _, h := range hintModels {
+			cfg := fam
+			cfg.Hints = h
+			row, err := SimulateRow(cfg, *simRuns, uint64(100+i), runtime.NumCPU())
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := "none"
+			if h.On() {
+				model = fmt.Sprintf("%.0f%%, %d", 100*h.Right, h.Others)
+			}
+			line := fmt.Sprintf("| %d | %d | %s | %d | %.1f%% | %.1f%% | %.1f | %.0f |\n", fam.Commits, fam.Culprits, model, row.Runs,
+				100*row.ExactRate, 100*row.WrongRate, row.Builds, row.Samples)
+			fmt.Fprint(os.Stderr, line)
+			b.WriteString(line)
+		}
+	}
+	if err := os.WriteFile(*hintTable, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHintSplitIsolatesTheHint: a right hint names the culprit with fewer
+// builds than plain bisection, a wrong one still names it.
+func TestHintSplitIsolatesTheHint(t *testing.T) {
+	cfg := SimConfig{Commits: 300, Culprits: 1, Effect: 0.20, Sigma: 0.03}
+	plain, _, _, err := simulate(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hints = SimHints{Right: 1}
+	right, s, _, err := simulate(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plain.Exact || !right.Exact || right.Builds >= plain.Builds || len(s.Hints) != 1 {
+		t.Errorf("plain: %+v; right hint %v: %+v", plain, s.Hints, right)
+	}
+	cfg.Hints = SimHints{Others: 3}
+	wrong, s, _, err := simulate(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wrong.Exact || len(s.Hints) != 3 {
+		t.Errorf("wrong hints %v: %+v", s.Hints, wrong)
+	}
+	t.Logf("builds: plain %d, right hint %d, wrong hints %d; samples %d, %d, %d", plain.Builds, right.Builds, wrong.Builds, plain.Samples, right.Samples, wrong.Samples)
+}

@@ -60,6 +60,13 @@ type State struct {
 	// not always run first. New states derive it from the ID; 0, as in
 	// states saved before it existed, starts every block at side A.
 	OrderSeed uint64 `json:"order_seed,omitempty"`
+	// Hints are commits (indexes into Commits) a profile of the endpoints
+	// points at: they touch the files of the functions whose CPU share
+	// grew. The search splits so as to isolate them first (hintSplit).
+	// Empty, as in every state today: plain bisection. An experiment
+	// (docs/bisect.md, "Profile-guided search"); nothing sets it outside
+	// the simulation yet.
+	Hints []int `json:"hints,omitempty"`
 
 	// Plan is the version of the search's rules the bisection follows
 	// (see CurrentPlan). States saved before plans existed have 0 and

@@ -260,6 +260,7 @@ var fixtures = []struct {
 	{"regression-tps", tpsCulprit},
 	{"regression-unmeasurable", unmeasurableCulprit},
 	{"regression-reverts", revertChecked},
+	{"regression-profiled", profiledCulprits},
 }
 
 // revertChecked is twoCulprits with its revert checks: the first culprit's

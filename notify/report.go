@@ -102,6 +102,10 @@ func build(f *finding.Finding, st style, o Options) doc {
 		d.sections = append(d.sections, res)
 	}
 
+	if s, ok := profileSection(f, st, o); ok {
+		d.sections = append(d.sections, s)
+	}
+
 	if len(f.Warnings) > 0 {
 		var items []string
 		for _, w := range f.Warnings {

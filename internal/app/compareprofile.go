@@ -20,28 +20,26 @@ const ProfileTop = 10
 // verdict is already made from unprofiled samples: these samples are
 // slowed by the profiler and only say where the CPU time went.
 func compareProfiled(ctx context.Context, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, runs int, svgPath string, sink Sink) (*profile.Summary, error) {
-	r.Profiler = &profile.Recorder{Dir: r.StateDir}
-	defer func() { r.Profiler = nil }()
-	var sides [2][]profile.Profile
-	err := bench.Interleave(ctx, r, sc, targets[:], pt, order.Rounds(0, runs), func(s bench.Sample) error {
+	done := [2]int{}
+	pc, err := bench.CompareProfiles(ctx, r, profile.Recorder{Dir: r.StateDir}, sc, targets[0], targets[1], pt, runs, order, func(s bench.Sample) {
 		side := 0
 		if s.Target == targets[1].Name {
 			side = 1
 		}
+		done[side]++
+		n := 0
 		if s.Profile != nil {
-			sides[side] = append(sides[side], *s.Profile)
-			sink.note("compare%s: profiled %s run %d/%d (%d CPU samples)", pointLabel(pt), s.Target, len(sides[side]), runs, s.Profile.Samples)
+			n = s.Profile.Samples
 		}
-		return nil
+		sink.note("compare%s: profiled %s run %d/%d (%d CPU samples)", pointLabel(pt), s.Target, done[side], runs, n)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("profiled runs: %w", err)
+		return nil, err
 	}
-	d := profile.Compare(sides[0], sides[1])
-	sum := d.Summary(ProfileTop)
-	if svgPath != "" && d.BaseRuns > 0 && d.CulpritRuns > 0 {
+	sum := pc.Diff.Summary(ProfileTop)
+	if svgPath != "" && pc.Diff.BaseRuns > 0 && pc.Diff.CulpritRuns > 0 {
 		title := fmt.Sprintf("%s%s: %s against %s", sc.Name, pointLabel(pt), targets[1].Name, targets[0].Name)
-		if err := writeFlameGraph(svgPath, title, profile.Merge(sides[0]), profile.Merge(sides[1])); err != nil {
+		if err := writeFlameGraph(svgPath, title, pc.Base, pc.Culprit); err != nil {
 			return nil, err
 		}
 		sink.note("compare%s: differential flame graph in %s", pointLabel(pt), svgPath)

@@ -49,6 +49,13 @@ type BisectRequest struct {
 	KeepClusters bool `json:"keep_clusters,omitempty"`
 	// NoRevertCheck skips the revert check of the culprits (revert.go).
 	NoRevertCheck bool `json:"no_revert_check,omitempty"`
+	// ProfileRuns is the profiled runs each side of a confirmed culprit
+	// gets for "where the time went" (bisectprofile.go): 0 takes the
+	// default (5), a negative number profiles nothing.
+	ProfileRuns int `json:"profile_runs,omitempty"`
+	// ProfileFramePointers profiles builds made with frame pointers
+	// instead of the bisection's own.
+	ProfileFramePointers bool `json:"profile_frame_pointers,omitempty"`
 	// Post posts the finding to GitHub when the bisection ends; without
 	// it the finding is kept, not queued for posting.
 	Post bool `json:"post,omitempty"`
@@ -103,6 +110,12 @@ func (r BisectRequest) Args() []string {
 	}
 	if r.NoRevertCheck {
 		a = append(a, "--no-revert-check")
+	}
+	if r.ProfileRuns != 0 {
+		a = append(a, "--profile-runs", fmt.Sprint(max(r.ProfileRuns, 0)))
+	}
+	if r.ProfileFramePointers {
+		a = append(a, "--profile-frame-pointers")
 	}
 	if r.Post {
 		a = append(a, "--post")

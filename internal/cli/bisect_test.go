@@ -34,6 +34,7 @@ func TestBisectChecksInputFirst(t *testing.T) {
 		{"bad point", []string{"-s", multi, "--good", c1, "--bad", c3, "--point", "clients=3"}, 2, "clients=3"},
 		{"bad scenario", []string{"-s", "nosuch.yaml", "--good", c1, "--bad", c3}, 1, "nosuch.yaml"},
 		{"min effect", []string{"-s", single, "--good", c1, "--bad", c3, "--min-effect", "5"}, 2, "fraction"},
+		{"profile runs", []string{"-s", single, "--good", c1, "--bad", c3, "--profile-runs", "-1"}, 2, "--profile-runs -1"},
 		{"unknown resume", []string{"--resume", "0123456789ab"}, 1, "no such bisection"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

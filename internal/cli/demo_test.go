@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -136,6 +140,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("doc-only commit %s not recognized as such", c.Short())
 		}
 	}
+	demoCheckProfiles(t, f, h, filepath.Join(notify.ReportsDir(state), f.ID))
 	t.Logf("demo bisection: %s wall, %d builds (%s), %d samples (%s), %d candidates",
 		wall.Round(time.Second), st.BuildsDone, st.BuildTime.Round(time.Second), st.SamplesTaken, st.MeasureTime.Round(time.Second), st.CandidateCount())
 }
@@ -146,4 +151,65 @@ func demoTail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// demoCheckProfiles checks "where the time went" of the demo's report:
+// the section is there, and each culprit's profile passes
+// checkCulpritProfile for the function its regression slowed.
+func demoCheckProfiles(t *testing.T, f *finding.Finding, h demoHistory, reportDir string) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(reportDir, notify.ReportMarkdown))
+	if err != nil || !strings.Contains(string(md), "### Where the time went") {
+		t.Errorf("report %s has no \"Where the time went\" section (%v)", reportDir, err)
+	}
+	injected := map[string]string{h.Culprits[0]: "NextCopyFrom", h.Culprits[1]: "pg_strtoint32"}
+	for _, c := range f.Culprits {
+		checkCulpritProfile(t, c, injected[c.Commit.Hash], reportDir)
+	}
+}
+
+// checkCulpritProfile checks a culprit's profile: with perf (and the root
+// it needs to record the machine) fn is among the top 5 self growers,
+// sure at the smallest p 5 runs a side allow, and the flame graph is next
+// to the report; without perf the profile says why there is none (and
+// the bisection still succeeded).
+func checkCulpritProfile(t *testing.T, c finding.Culprit, fn, reportDir string) {
+	t.Helper()
+	_, perfErr := exec.LookPath("perf")
+	havePerf := perfErr == nil && os.Geteuid() == 0
+	p := c.Profile
+	if p == nil {
+		t.Errorf("culprit %s has no profile", c.Commit.ShortHash())
+		return
+	}
+	if !havePerf {
+		if len(p.Warnings) == 0 || p.ParentRuns+p.CulpritRuns > 0 {
+			t.Errorf("culprit %s profiled without perf: %+v", c.Commit.ShortHash(), p)
+		}
+		return
+	}
+	var top []string
+	found := false
+	for i, r := range p.Self {
+		if i < 5 {
+			top = append(top, r.Function)
+		}
+		if i < 5 && r.Function == fn {
+			found = true
+			if r.P > 0.01 || r.Change <= 0 {
+				t.Errorf("culprit %s: %s grew %+.1f points with p %.3f, want a sure growth", c.Commit.ShortHash(), fn, 100*r.Change, r.P)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("culprit %s: %s not among the top 5 self growers %v", c.Commit.ShortHash(), fn, top)
+	}
+	if p.ParentRuns != app.DefaultProfileRuns || p.CulpritRuns != app.DefaultProfileRuns {
+		t.Errorf("culprit %s: %d and %d profiled runs, want %d each", c.Commit.ShortHash(), p.ParentRuns, p.CulpritRuns, app.DefaultProfileRuns)
+	}
+	svg, err := os.ReadFile(filepath.Join(reportDir, p.FlameGraph))
+	if p.FlameGraph == "" || err != nil || xml.Unmarshal(svg, new(struct{})) != nil || !strings.Contains(string(svg), fn) {
+		t.Errorf("culprit %s: flame graph %q missing, not XML or without %s (%v)", c.Commit.ShortHash(), p.FlameGraph, fn, err)
+	}
+	t.Logf("culprit %s: top self growers %v", c.Commit.ShortHash(), top)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -162,6 +163,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 			if !c.Verified || c.IsRange() {
 				t.Errorf("culprit %s: verified %v, range of %d", c.Commit.ShortHash(), c.Verified, len(c.Range))
 			}
+			checkCulpritProfile(t, c, "NextCopyFrom", filepath.Join(notify.ReportsDir(state), id))
 		}
 	}
 	if len(named) != 1 || named[0] != culprit {

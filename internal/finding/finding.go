@@ -194,6 +194,9 @@ type Culprit struct {
 	// Verified is true when the culprit was re-measured against its parent
 	// before being blamed.
 	Verified bool `json:"verified"`
+	// Profile is where the CPU time went, culprit against parent, when
+	// they were profiled (profile.go).
+	Profile *Profile `json:"profile,omitempty"`
 }
 
 // IsRange reports whether c is a candidate range rather than one commit.

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/gittest"
+	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/notify"
+)
+
+// TestProfileCulpritsCachedAndSkipped: a resumed bisection takes its
+// culprits' profiles from the cache (no runner needed) and copies the
+// flame graph next to the report; ranges and unverified culprits are not
+// profiled, and 0 runs profiles nothing.
+func TestProfileCulpritsCachedAndSkipped(t *testing.T) {
+	state := t.TempDir()
+	one := finding.Commit{Hash: "9f8377f7a27910bf0f35bf5169a8046731948a79"}
+	parent := finding.Commit{Hash: "1e2d3c4b5a6f7e8d9c0b1a2f3e4d5c6b7a8f9e0d"}
+	f := &finding.Finding{ID: "20260130T020000Z-copy-single-9f8377f7a2-abc", Culprits: []finding.Culprit{
+		{Commit: one, Parent: parent, Verified: true},
+		{Commit: one, Parent: parent, Verified: false},
+		{Commit: one, Parent: parent, Verified: true, Range: []finding.Commit{parent, one}},
+	}}
+	job := bisectProfileJob{Sink: func(Event) {}, StateDir: state, ID: "abc", Runs: 0}
+	job.profileCulprits(context.Background(), f)
+	if f.Culprits[0].Profile != nil {
+		t.Fatalf("profiled with 0 runs: %+v", f.Culprits[0].Profile)
+	}
+
+	cache := filepath.Join(state, "profiles", "abc", "9f8377f7a2-1e2d3c4b5a-5")
+	want := finding.Profile{ParentRuns: 5, CulpritRuns: 5, MinP: 0.0079, FlameGraph: "9f8377f7a2-1e2d3c4b5a-5.svg",
+		Self: []finding.FunctionShare{{Function: "NextCopyFrom", Parent: 0.03, Culprit: 0.2, Change: 0.17, P: 0.0079}}}
+	data, _ := json.Marshal(want)
+	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cache+".json", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cache+".svg", []byte("<svg/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job.Runs = 5
+	job.profileCulprits(context.Background(), f)
+	p := f.Culprits[0].Profile
+	if p == nil || len(p.Self) != 1 || p.Self[0] != want.Self[0] || p.FlameGraph != "flame-9f8377f7a2.svg" {
+		t.Fatalf("cached profile: %+v", p)
+	}
+	if svg, err := os.ReadFile(filepath.Join(notify.ReportsDir(state), f.ID, p.FlameGraph)); err != nil || string(svg) != "<svg/>" {
+		t.Errorf("flame graph next to the report: %q, %v", svg, err)
+	}
+	if line := bisectProfileLine(p); line != "self share grew most in NextCopyFrom +17.0 points (p 0.0079)" {
+		t.Errorf("progress line %q", line)
+	}
+	if f.Culprits[1].Profile != nil || f.Culprits[2].Profile != nil {
+		t.Errorf("an unverified culprit or a range was profiled")
+	}
+}
+
+// TestProfileCulpritsRealServer profiles a culprit and its parent on real
+// servers (Debian's PostgreSQL 15 standing in for both builds) the way a
+// finished bisection does, with --profile-frame-pointers asked for on a
+// repository that cannot build: the frame-pointer builds fail, the
+// bisection's own builds are profiled instead with a warning saying so,
+// and with perf (and root) the table has both sides' runs and the flame
+// graph lies next to the report. Without perf the profile says why.
+func TestProfileCulpritsRealServer(t *testing.T) {
+	bin := pg15(t)
+	state := serverState(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	repoDir, c1, c2, _, _ := gittest.Repo(t)
+	repo, err := build.Open(ctx, repoDir, state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &bench.Runner{StateDir: state}
+	if proc.IsRoot() {
+		if runner.RunAs, err = proc.LookupUser("postgres"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer runner.Close(context.Background())
+	sc, err := bench.Load([]byte(profiledInsert), "insert.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	job := bisectProfileJob{Sink: func(e Event) { stderr.WriteString(e.Text + "\n") }, StateDir: state, ID: "abc", Runs: 2, Runner: runner, Scenario: sc,
+		Builder: &bisectBuilder{cache: map[string]bisectTarget{
+			c1: {Target: bench.Target{Name: build.Short(c1), BinDir: bin}, Hash: c1},
+			c2: {Target: bench.Target{Name: build.Short(c2), BinDir: bin}, Hash: c2},
+		}},
+		FramePointers: build.NewBuilder(repo, state, build.Options{}.WithFramePointers(), io.Discard, nil),
+	}
+	f := &finding.Finding{ID: "20260130T020000Z-insert-abc", Culprits: []finding.Culprit{
+		{Commit: finding.Commit{Hash: c2}, Parent: finding.Commit{Hash: c1}, Verified: true}}}
+	job.profileCulprits(ctx, f)
+	p := f.Culprits[0].Profile
+	if p == nil {
+		t.Fatalf("no profile; stderr:\n%s", stderr.String())
+	}
+	warnings := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(warnings, "profiled the builds without frame pointers") || p.FramePointers {
+		t.Errorf("failed frame-pointer builds: frame_pointers %v, warnings %q", p.FramePointers, warnings)
+	}
+	if _, err := exec.LookPath("perf"); err != nil || !proc.IsRoot() {
+		if p.ParentRuns+p.CulpritRuns != 0 || !strings.Contains(warnings, "no CPU profile") {
+			t.Errorf("profile without perf or root: %+v", p)
+		}
+		return
+	}
+	if p.ParentRuns != 2 || p.CulpritRuns != 2 || p.MinP < 0.3 {
+		t.Errorf("profile: %+v\n%s", p, stderr.String())
+	}
+	svg, err := os.ReadFile(filepath.Join(notify.ReportsDir(state), f.ID, p.FlameGraph))
+	if p.FlameGraph == "" || err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
+		t.Errorf("flame graph %q: %v", p.FlameGraph, err)
+	}
+	if md := notify.MarkdownFile(f); !strings.Contains(md, "### Where the time went") || !strings.Contains(md, "2 and 2 runs") {
+		t.Errorf("report:\n%s", md)
+	}
+}
+
+// pg15 returns Debian's PostgreSQL 15 bin directory; under CI=true a
+// missing one fails the test.
+func pg15(t *testing.T) string {
+	t.Helper()
+	dir := "/usr/lib/postgresql/15/bin"
+	if _, err := os.Stat(filepath.Join(dir, "pgbench")); err != nil {
+		msg := "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// serverState is a state directory the server's user can reach.
+func serverState(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgbisect-app-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// profiledInsert inserts rows.
+const profiledInsert = `name: profiled-insert
+lifecycle: restart
+setup:
+  - sql: CREATE TABLE t (a int, b text)
+workload:
+  - name: insert
+    sql: TRUNCATE t; INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 100000) g
+metrics:
+  - {name: insert_time, step: insert, value: elapsed}
+`
