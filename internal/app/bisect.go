@@ -204,9 +204,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		Build: finding.BuildInfo{System: bisectSystem(opts), Configure: opts.Configure,
 			CFLAGS: opts.CFLAGS, MesonOptions: opts.MesonOptions, ClientBin: runner.ClientBin},
 	})
-	runs := req.ProfileRuns
-	if runs == 0 {
-		runs = bisectProfileRuns
+	runs := DefaultProfileRuns
+	if req.ProfileRuns != nil {
+		runs = *req.ProfileRuns
 	}
 	bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
 		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc, Point: point}.profileCulprits(ctx, f)

@@ -50,9 +50,9 @@ type BisectRequest struct {
 	// NoRevertCheck skips the revert check of the culprits (revert.go).
 	NoRevertCheck bool `json:"no_revert_check,omitempty"`
 	// ProfileRuns is the profiled runs each side of a confirmed culprit
-	// gets for "where the time went" (bisectprofile.go): 0 takes the
-	// default (5), a negative number profiles nothing.
-	ProfileRuns int `json:"profile_runs,omitempty"`
+	// gets for "where the time went" (bisectprofile.go); 0 profiles
+	// nothing, nil takes DefaultProfileRuns.
+	ProfileRuns *int `json:"profile_runs,omitempty"`
 	// ProfileFramePointers profiles builds made with frame pointers
 	// instead of the bisection's own.
 	ProfileFramePointers bool `json:"profile_frame_pointers,omitempty"`
@@ -111,8 +111,8 @@ func (r BisectRequest) Args() []string {
 	if r.NoRevertCheck {
 		a = append(a, "--no-revert-check")
 	}
-	if r.ProfileRuns != 0 {
-		a = append(a, "--profile-runs", fmt.Sprint(max(r.ProfileRuns, 0)))
+	if r.ProfileRuns != nil {
+		a = append(a, "--profile-runs", fmt.Sprint(*r.ProfileRuns))
 	}
 	if r.ProfileFramePointers {
 		a = append(a, "--profile-frame-pointers")
@@ -144,6 +144,9 @@ func (r BisectRequest) Validate() error {
 	}
 	if r.MinEffect < 0 || r.MinEffect >= 1 {
 		return badRequest("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", r.MinEffect)
+	}
+	if r.ProfileRuns != nil && *r.ProfileRuns < 0 {
+		return badRequest("--profile-runs %d: give a number of runs, or 0 for no profiles", *r.ProfileRuns)
 	}
 	return nil
 }

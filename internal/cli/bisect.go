@@ -45,13 +45,15 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.StringVar(&req.ClientBin, "client-bin", "", "directory of the pgbench and psql used for every run (default: bench.client_bin, else the good commit's build)")
 	fs.BoolVar(&req.KeepClusters, "keep-clusters", false, "keep cluster directories for debugging")
 	fs.BoolVar(&req.NoRevertCheck, "no-revert-check", false, "do not check the culprits by reverting them on top of the bad commit")
-	fs.IntVar(&req.ProfileRuns, "profile-runs", 5, "CPU-profile each confirmed culprit and its parent with perf this many runs each (0: no profiles)")
+	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each confirmed culprit and its parent with perf this many runs each (0: no profiles)")
 	fs.BoolVar(&req.ProfileFramePointers, "profile-frame-pointers", false, "profile builds made with -fno-omit-frame-pointer (a separate build; the first is a full one) for exact inclusive shares")
 	return func() app.BisectRequest {
 		r := req
-		if r.ProfileRuns == 0 {
-			r.ProfileRuns = -1 // --profile-runs 0: no profiles (0 in a request is the default)
-		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "profile-runs" {
+				r.ProfileRuns = profileRuns
+			}
+		})
 		if len(sets) > 0 {
 			r.Set = map[string]string(sets)
 		}

@@ -213,7 +213,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
 	stateDir := fs.String("state", "", "state `DIR` (default from the config); the demo repository goes to DIR/demo")
 	repoDir := fs.String("repo", "", "where to create the demo repository (default: DIR/demo/postgresql-15-demo.git)")
-	profileRuns := fs.Int("profile-runs", 5, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
+	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
 	shared := fs.Bool("shared-fixture", false, "hard-link the release from the test fixture instead of importing the tarball (tests)")
 	if _, err := parseFlags(fs, env); err != nil {
 		return err
@@ -249,7 +249,7 @@ func demoRun(ctx context.Context, env *Env) error {
 		Set:         map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
 		MinEffect:   *minEffect,
 		MaxSamples:  *maxSamples,
-		ProfileRuns: requestRuns(*profileRuns),
+		ProfileRuns: profileRuns,
 	}, progress(env.Stderr))
 	if err != nil {
 		return err
@@ -340,13 +340,4 @@ func short(h string) string {
 		return h[:10]
 	}
 	return h
-}
-
-// requestRuns turns --profile-runs into a request's ProfileRuns: the flag's
-// 0 (no profiles) is a request's -1, since 0 there takes the default.
-func requestRuns(flag int) int {
-	if flag <= 0 {
-		return -1
-	}
-	return flag
 }
