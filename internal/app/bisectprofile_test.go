@@ -17,6 +17,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/gittest"
+	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/notify"
 )
@@ -78,8 +79,8 @@ func TestProfileCulpritsCachedAndSkipped(t *testing.T) {
 // and with perf (and root) the table has both sides' runs and the flame
 // graph lies next to the report. Without perf the profile says why.
 func TestProfileCulpritsRealServer(t *testing.T) {
-	bin := pg15(t)
-	state := serverState(t)
+	bin := pgsrctest.DebianBin(t)
+	state := pgsrctest.ServerDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	repoDir, c1, c2, _, _ := gittest.Repo(t)
@@ -135,41 +136,12 @@ func TestProfileCulpritsRealServer(t *testing.T) {
 	}
 }
 
-// pg15 returns Debian's PostgreSQL 15 bin directory; under CI=true a
-// missing one fails the test.
-func pg15(t *testing.T) string {
-	t.Helper()
-	dir := "/usr/lib/postgresql/15/bin"
-	if _, err := os.Stat(filepath.Join(dir, "pgbench")); err != nil {
-		msg := "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
-// serverState is a state directory the server's user can reach.
-func serverState(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pgbisect-app-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// profiledInsert inserts rows.
-const profiledInsert = `name: profiled-insert
+// profiledInsert is a small CPU-bound workload.
+const profiledInsert = `name: profiled-work
 lifecycle: restart
-setup:
-  - sql: CREATE TABLE t (a int, b text)
 workload:
-  - name: insert
-    sql: TRUNCATE t; INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 100000) g
+  - name: work
+    sql: SELECT count(*) FROM generate_series(1, 300000) g WHERE md5(g::text) LIKE '%ab%'
 metrics:
-  - {name: insert_time, step: insert, value: elapsed}
+  - {name: work_time, step: work, value: elapsed}
 `

@@ -22,32 +22,11 @@ func runMainArgs(t *testing.T, args ...string) (code int, stdout, stderr string)
 	return code, out.String(), errb.String()
 }
 
-// runPG15 returns Debian's PostgreSQL 15 bin directory; under CI=true a
-// missing one fails the test.
-func runPG15(t *testing.T) string {
-	t.Helper()
-	dir := "/usr/lib/postgresql/15/bin"
-	if _, err := os.Stat(filepath.Join(dir, "pgbench")); err != nil {
-		msg := "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
+// runPG15 returns Debian's PostgreSQL 15 bin directory.
+func runPG15(t *testing.T) string { return pgsrctest.DebianBin(t) }
 
 // runState is a state directory the server's user can reach.
-func runState(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pgbisect-run-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func runState(t *testing.T) string { return pgsrctest.ServerDir(t) }
 
 func TestRunUsage(t *testing.T) {
 	state := t.TempDir()

@@ -73,3 +73,32 @@ func EndToEnd(t testing.TB) (state string) {
 	}
 	return state
 }
+
+// DebianBin returns the bin directory of Debian's PostgreSQL 15, the
+// stand-in build of tests that need a server but not a build of their own.
+// Without it a test is skipped, except under CI=true, where it fails.
+func DebianBin(t testing.TB) string {
+	t.Helper()
+	dir := "/usr/lib/postgresql/15/bin"
+	if _, err := os.Stat(filepath.Join(dir, "pgbench")); err != nil {
+		msg := "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// ServerDir returns a state directory the server's user can reach (the
+// parent of t.TempDir is 0700), removed when the test ends.
+func ServerDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgbisect-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
