@@ -11,6 +11,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 //go:embed migrations/*.sql
@@ -119,4 +123,39 @@ func migrate(ctx context.Context, db querier, ms []migration, log *slog.Logger) 
 		log.Info("migrated results database", slog.Int("from", current), slog.Int("to", known))
 	}
 	return applied, nil
+}
+
+// migrateRiver brings River's job tables (river_job, river_leader, ...) up
+// to the version this binary's River needs. rivermigrate takes no lock of
+// its own and applies each version in a transaction of its own (some add
+// enum values, which cannot be used in the transaction that adds them), so
+// it runs holding pgbisect's migration lock as a session lock on one
+// connection: a second pgbisect starting at the same moment waits, then
+// finds nothing to do.
+func migrateRiver(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrating the job tables: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return fmt.Errorf("migrating the job tables: taking the migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the session ends with the connection anyway
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("migrating the job tables: %w", err)
+	}
+	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("migrating the job tables (River): %w", err)
+	}
+	if len(res.Versions) > 0 && log != nil {
+		vs := make([]int, len(res.Versions))
+		for i, v := range res.Versions {
+			vs[i] = v.Version
+		}
+		log.Info("migrated the job tables (River)", slog.Any("versions", vs))
+	}
+	return nil
 }

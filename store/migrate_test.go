@@ -1,6 +1,9 @@
 package store
 
 import (
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
 	"context"
 	"errors"
 	"os"
@@ -171,5 +174,20 @@ func TestOpenConcurrent(t *testing.T) {
 	}
 	if n != SchemaVersion() {
 		t.Fatalf("%d migration rows, want %d", n, SchemaVersion())
+	}
+	// River's tables came with them, once, under the same lock.
+	m, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var river int
+	if err := openPool(t, url).QueryRow(ctx, "SELECT count(*) FROM river_migration").Scan(&river); err != nil {
+		t.Fatalf("River's tables were not created: %v", err)
+	}
+	if want := len(m.AllVersions()); river != want {
+		t.Fatalf("%d River migration rows, want %d", river, want)
+	}
+	if _, err := openPool(t, url).Exec(ctx, "SELECT id, kind, args, state FROM river_job LIMIT 1"); err != nil {
+		t.Fatalf("river_job: %v", err)
 	}
 }

@@ -127,8 +127,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = migrate(ctx, s.db, ms, s.log)
-	return err
+	if _, err = migrate(ctx, s.db, ms, s.log); err != nil {
+		return err
+	}
+	if s.pool == nil {
+		return nil // bound to a test's transaction: no job tables
+	}
+	return migrateRiver(ctx, s.pool, s.log)
 }
 
 // Cluster is the private cluster the store runs on, or nil when it was
