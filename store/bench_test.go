@@ -35,35 +35,6 @@ func BenchmarkAddSamples(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "samples/s")
 }
 
-// BenchmarkClaimFinish claims and finishes one job per iteration.
-func BenchmarkClaimFinish(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
-	ctx := context.Background()
-	tx, err := shared.pool.Begin(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	s := &Store{db: tx}
-	for i := 0; i < b.N; i++ {
-		if _, err := s.Enqueue(ctx, "bisect", nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		j, err := s.Claim(ctx, "w")
-		if err != nil || j == nil {
-			b.Fatal(j, err)
-		}
-		if err := s.Finish(ctx, j.ID, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkAppendEvent appends committed events to one job (each its own
 // transaction, as a running job does), then deletes them.
 func BenchmarkAppendEvent(b *testing.B) {

@@ -13,7 +13,8 @@ import (
 // SaveBisection stores the whole resumable state of bisection id (package
 // bisect's JSON, opaque here) with its status, replacing what was saved
 // before. Saving after every measured commit is what makes --resume lose
-// at most one commit's work.
+// at most one commit's work. Under a job's lease (WithLease) the save is
+// fenced: it fails with ErrLeaseLost once another worker took the job.
 func (s *Store) SaveBisection(ctx context.Context, id string, state json.RawMessage, status string) error {
 	if id == "" || status == "" {
 		return errors.New("saving bisection: id and status are required")
@@ -21,10 +22,13 @@ func (s *Store) SaveBisection(ctx context.Context, id string, state json.RawMess
 	if !json.Valid(state) {
 		return fmt.Errorf("saving bisection %s: state is not valid JSON", id)
 	}
-	_, err := s.db.Exec(ctx, `
+	err := s.fenced(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `
 		INSERT INTO bisections (id, status, state) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()`,
-		id, status, []byte(state))
+			id, status, []byte(state))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("saving bisection %s: %w", id, err)
 	}

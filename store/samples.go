@@ -62,7 +62,9 @@ func (s *Store) AddSample(ctx context.Context, sm Sample) error {
 	return s.AddSamples(ctx, []Sample{sm})
 }
 
-// AddSamples stores samples in one statement, all or none.
+// AddSamples stores samples in one statement, all or none. Under a job's
+// lease (WithLease) the statement is fenced by the lease and the samples
+// record the lease's machine and class.
 func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 	if len(samples) == 0 {
 		return nil
@@ -84,13 +86,17 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
 		envs[i], nightlies[i], bisections[i] = sm.EnvironmentID, sm.NightlyID, sm.BisectionID
 	}
-	_, err := s.db.Exec(ctx, `
+	lease, _ := LeaseOf(ctx)
+	err := s.fenced(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `
 		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id,
-			nightly_id, bisection_id)
-		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, '')
+			nightly_id, bisection_id, machine, machine_class)
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), $12, $13
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
 			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b)`,
-		keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections)
+			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, lease.Machine, lease.Class)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("adding %d samples: %w", n, err)
 	}

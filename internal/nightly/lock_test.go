@@ -21,8 +21,6 @@ func TestMain(m *testing.M) {
 	case "lock":
 		holdLock(os.Getenv("PGBISECT_STATE"))
 		return
-	case "daemon":
-		os.Exit(daemonChild())
 	}
 	storetest.Main(m)
 }
