@@ -31,6 +31,11 @@ type Sample struct {
 	NightlyID int64
 	// BisectionID is the bisection that took the sample; "" for none.
 	BisectionID string
+	// Machine and MachineClass are the machine that measured the sample
+	// and its class; "" when unknown. AddSamples under a job's lease
+	// fills them from the lease when empty.
+	Machine      string
+	MachineClass string
 }
 
 // Environment stores the description of a machine and its settings (opaque
@@ -76,8 +81,9 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		indexes                                   = make([]int32, n)
 		times                                     = make([]time.Time, n)
 		envs, nightlies                           = make([]int64, n), make([]int64, n)
-		bisections                                = make([]string, n)
+		bisections, machines, classes             = make([]string, n), make([]string, n), make([]string, n)
 	)
+	lease, _ := LeaseOf(ctx)
 	for i, sm := range samples {
 		if sm.BuildKey == "" || sm.Commit == "" || sm.Scenario == "" || sm.Metric == "" {
 			return fmt.Errorf("adding sample %d: build key, commit, scenario and metric are required", i)
@@ -85,16 +91,19 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		keys[i], commits[i], scenarios[i], points[i], metrics[i] = sm.BuildKey, sm.Commit, sm.Scenario, sm.Point, sm.Metric
 		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
 		envs[i], nightlies[i], bisections[i] = sm.EnvironmentID, sm.NightlyID, sm.BisectionID
+		machines[i], classes[i] = sm.Machine, sm.MachineClass
+		if machines[i] == "" {
+			machines[i], classes[i] = lease.Machine, lease.Class
+		}
 	}
-	lease, _ := LeaseOf(ctx)
 	err := s.fenced(ctx, func(q querier) error {
 		_, err := q.Exec(ctx, `
 		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id,
 			nightly_id, bisection_id, machine, machine_class)
-		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), $12, $13
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), ma, mc
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
-			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b)`,
-			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, lease.Machine, lease.Class)
+			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b, ma, mc)`,
+			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, machines, classes)
 		return err
 	})
 	if err != nil {
@@ -148,7 +157,7 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 		add("bisection_id = $%d", q.BisectionID)
 	}
 	sql := `SELECT id, build_key, commit, scenario, point, metric, value, sample_index, taken_at,
-		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, '') FROM samples`
+		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, ''), machine, machine_class FROM samples`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -163,7 +172,7 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 		var sm Sample
 		var idx int32
 		if err := rows.Scan(&sm.ID, &sm.BuildKey, &sm.Commit, &sm.Scenario, &sm.Point, &sm.Metric, &sm.Value, &idx,
-			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID); err != nil {
+			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID, &sm.Machine, &sm.MachineClass); err != nil {
 			return nil, fmt.Errorf("reading samples: %w", err)
 		}
 		sm.Index = int(idx)
