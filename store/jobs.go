@@ -44,6 +44,15 @@ func LeaseOf(ctx context.Context) (Lease, bool) {
 	return l, ok
 }
 
+// ClassOf is the machine class of the job ctx runs under (WithLease): the
+// class whose nightly series, runs and change points the store reads and
+// writes. "" outside a job, and for the default class: the one-machine
+// setup's series.
+func ClassOf(ctx context.Context) string {
+	l, _ := LeaseOf(ctx)
+	return l.Class
+}
+
 // fenced runs write on the store, in a transaction checking the lease of
 // ctx first when it carries one.
 func (s *Store) fenced(ctx context.Context, write func(q querier) error) error {

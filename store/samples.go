@@ -41,12 +41,15 @@ type Sample struct {
 // Environment stores the description of a machine and its settings (opaque
 // JSON from package bench) and returns its id. Identical descriptions share
 // one id: jsonb normalises key order and spacing before they are compared.
+// Under a job's lease (WithLease) the environment records the lease's
+// machine, and identical descriptions of two machines are two rows.
 func (s *Store) Environment(ctx context.Context, info json.RawMessage) (int64, error) {
 	var id int64
+	lease, _ := LeaseOf(ctx)
 	err := s.db.QueryRow(ctx, `
-		INSERT INTO environments (fingerprint, info) VALUES (md5($1::jsonb::text), $1::jsonb)
+		INSERT INTO environments (fingerprint, info, machine) VALUES (md5($1::jsonb::text || $2), $1::jsonb, $2)
 		ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
-		RETURNING id`, string(jsonOr(info, "{}"))).Scan(&id)
+		RETURNING id`, string(jsonOr(info, "{}")), lease.Machine).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("recording environment: %w", err)
 	}
@@ -203,9 +206,9 @@ func (s *Store) Series(ctx context.Context, branch, scenario, metric, point stri
 	rows, err := s.db.Query(ctx, `
 		SELECT n.id, n.commit, n.started_at, array_agg(s.value ORDER BY s.sample_index, s.id)
 		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
-		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4)
+		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4) AND n.machine_class = $5
 		GROUP BY n.id, n.commit, n.started_at
-		ORDER BY n.started_at, n.id`, scenario, metric, point, branch)
+		ORDER BY n.started_at, n.id`, scenario, metric, point, branch, ClassOf(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("reading the series of %s %s %s: %w", scenario, point, metric, err)
 	}

@@ -271,7 +271,13 @@ func PostBackoff(attempt int) time.Duration {
 func (d *Daemon) leased(ctx context.Context, kind string, id int64, c Common, fn func(context.Context, app.Sink) error) error {
 	st := d.cfg.Store
 	log := d.cfg.Log.With(slog.String("kind", kind), slog.String("key", c.Key), slog.Int64("river_id", id))
-	l, err := st.AcquireLease(ctx, c.Key, d.cfg.Machine, c.Class, d.cfg.LeaseTTL)
+	// The default class keeps the one-machine setup's nightly series
+	// (class "" in the store).
+	leaseClass := c.Class
+	if leaseClass == DefaultClass {
+		leaseClass = ""
+	}
+	l, err := st.AcquireLease(ctx, c.Key, d.cfg.Machine, leaseClass, d.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		log.Info("job", slog.String("result", "held elsewhere"), slog.Any("err", err))
 		return river.JobSnooze(d.cfg.LeaseTTL)

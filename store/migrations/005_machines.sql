@@ -26,3 +26,9 @@ CREATE TABLE machines (
 ALTER TABLE samples ADD COLUMN machine text NOT NULL DEFAULT '';
 ALTER TABLE samples ADD COLUMN machine_class text NOT NULL DEFAULT '';
 ALTER TABLE environments ADD COLUMN machine text NOT NULL DEFAULT '';
+
+-- Nightly runs are per machine class: series, night-to-night comparisons
+-- and change points never mix classes. '' is the one-machine default (and
+-- the class named 'default').
+ALTER TABLE nightly_runs ADD COLUMN machine_class text NOT NULL DEFAULT '';
+CREATE INDEX nightly_runs_class ON nightly_runs (branch, machine_class, started_at);
