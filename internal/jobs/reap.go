@@ -15,8 +15,10 @@ import (
 
 // Reap moves the jobs of dead or paused machines to other workers of their
 // class: every River row running for longer than ttl whose key holds no
-// live lease (it expired, or the worker died before taking it). Each move is
-// one transaction:
+// live lease (it expired, or the worker died before taking it). A lease
+// released or expired less than 10 seconds ago is left alone: a worker
+// releases its lease just before River records the job's end, and that
+// row is not to be moved. Each move is one transaction:
 //
 //  1. the old row is finalized as cancelled, if it is still running (a
 //     second reaper racing finds it finalized and does nothing);
@@ -48,7 +50,7 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 		WHERE j.state = 'running' AND j.attempted_at < now() - $1 * interval '1 microsecond'
 		  AND coalesce(j.args->>'key', '') <> ''
 		  AND NOT EXISTS (SELECT 1 FROM job_leases l
-		                  WHERE l.job_id = j.args->>'key' AND l.machine <> '' AND l.expires_at > now())
+		                  WHERE l.job_id = j.args->>'key' AND l.expires_at > now() - interval '10 seconds')
 		ORDER BY j.id`, ttl.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("looking for jobs of dead machines: %w", err)
