@@ -31,7 +31,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 	leaseTTL := fs.Duration("lease-ttl", 0, "a running job's lease; a dead machine's job moves within about 4/3 of it (default: machine.lease_ttl, else 2m)")
 	schedule := fs.String("schedule", "", "cron spec overriding nightly.schedule, e.g. \"@every 6h\" or \"CRON_TZ=Europe/Berlin 0 2 * * *\"")
 	noNightly := fs.Bool("no-nightly", false, "take queued requests only; schedule no nightly pass")
-	noPost := fs.Bool("no-post", false, "record findings but post nothing")
+	noPost := fs.Bool("no-post", false, "record findings but post nothing (post jobs are left to other daemons)")
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -68,6 +68,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 		LeaseTTL:       cfg.Machine.LeaseTTL,
 		NightlyClasses: cfg.Machine.NightlyClasses,
 		NightlyRequest: app.NightlyRequest{Wait: true},
+		NoPosts:        *noPost,
 		Log:            env.Log,
 		Sink: func(key string) (app.Sink, func()) {
 			log, closeLog := daemonJobLog(cfg.StateDir, "job-"+key)
@@ -164,9 +165,6 @@ func (o daemonOps) Nightly(ctx context.Context, req app.NightlyRequest, sink app
 }
 
 func (o daemonOps) Deliver(ctx context.Context, req app.DeliverRequest, sink app.Sink) error {
-	if !o.post {
-		return nil
-	}
 	return o.a.Deliver(ctx, req, sink)
 }
 

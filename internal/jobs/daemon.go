@@ -62,6 +62,9 @@ type Config struct {
 	Log *slog.Logger
 	// ReapEvery overrides the reaper's period (default LeaseTTL/3).
 	ReapEvery time.Duration
+	// NoPosts leaves post jobs to other daemons ('pgbisect daemon
+	// --no-post'): they wait in the queue, not swallowed.
+	NoPosts bool
 }
 
 // Daemon works the queue of its class with River.
@@ -120,9 +123,13 @@ func New(cfg Config) (*Daemon, error) {
 	river.AddWorker(workers, &deliverWorker{worker[DeliverArgs]{d: d, run: func(ctx context.Context, _ string, a DeliverArgs, sink app.Sink) error {
 		return cfg.Ops.Deliver(ctx, a.Request, sink)
 	}}})
+	queues := map[string]river.QueueConfig{cfg.Class: {MaxWorkers: 1}}
+	if !cfg.NoPosts {
+		queues[PostQueue] = river.QueueConfig{MaxWorkers: 1}
+	}
 	rcfg := &river.Config{
 		ID:      cfg.Machine,
-		Queues:  map[string]river.QueueConfig{cfg.Class: {MaxWorkers: 1}, PostQueue: {MaxWorkers: 1}},
+		Queues:  queues,
 		Workers: workers,
 		// Long jobs: no timeout, and River's rescuer (which re-runs any
 		// job running longer than this, alive or not) out of the way; the
