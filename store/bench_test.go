@@ -35,35 +35,6 @@ func BenchmarkAddSamples(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "samples/s")
 }
 
-// BenchmarkClaimFinish claims and finishes one job per iteration.
-func BenchmarkClaimFinish(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
-	ctx := context.Background()
-	tx, err := shared.pool.Begin(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	s := &Store{db: tx}
-	for i := 0; i < b.N; i++ {
-		if _, err := s.Enqueue(ctx, "bisect", nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		j, err := s.Claim(ctx, "w")
-		if err != nil || j == nil {
-			b.Fatal(j, err)
-		}
-		if err := s.Finish(ctx, j.ID, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkAppendEvent appends committed events to one job (each its own
 // transaction, as a running job does), then deletes them.
 func BenchmarkAppendEvent(b *testing.B) {
@@ -113,4 +84,41 @@ func deleteEvents(b *testing.B, job string) {
 	if _, err := shared.pool.Exec(ctx, "DELETE FROM job_event_seqs WHERE job_id = $1", job); err != nil {
 		b.Error(err)
 	}
+}
+
+// BenchmarkSampleRowBytes measures the disk a nightly sample takes, table
+// and indexes together, with realistic values (a 40-character commit, a
+// build key, a matrix point, a machine and class), for docs/scale.md's
+// sizes: go test -run '^$' -bench SampleRowBytes ./store/
+func BenchmarkSampleRowBytes(b *testing.B) {
+	if noServer != nil {
+		b.Skip(noServer)
+	}
+	ctx := context.Background()
+	tx, err := shared.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, "CREATE TEMP TABLE size_samples (LIKE samples INCLUDING ALL)"); err != nil {
+		b.Fatal(err)
+	}
+	const rows = 100000
+	for b.Loop() {
+		if _, err := tx.Exec(ctx, "TRUNCATE size_samples"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO size_samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at,
+				environment_id, nightly_id, machine, machine_class)
+			SELECT md5((i / 40)::text || 'b') || '-O2', md5((i / 40)::text) || '01234567', 'copy-concurrent', 'clients=' || (i % 4),
+				'copy_time', random() * 1000, i % 20, now(), 1, i / 400, 'bench-' || (i % 10), 'bench-2core'
+			FROM generate_series(1, $1) i`, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var size int64
+	if err := tx.QueryRow(ctx, "SELECT pg_total_relation_size('size_samples')").Scan(&size); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(size)/rows, "bytes/sample")
 }

@@ -16,7 +16,9 @@ import (
 // replacing what was saved before, in one statement: a crash leaves the
 // previous state or the new one. It implements bisect.Saver; the engine
 // saves after every build and sample, so --resume loses at most one
-// sample's work, on any machine sharing the store.
+// sample's work, on any machine sharing the store. Under a job's lease
+// (WithLease) the save is fenced: it fails with ErrLeaseLost once another
+// worker took the job.
 func (s *Store) SaveBisection(ctx context.Context, b *bisect.State) error {
 	if b.ID == "" || b.Phase == "" {
 		return errors.New("saving bisection: id and phase are required")
@@ -25,10 +27,13 @@ func (s *Store) SaveBisection(ctx context.Context, b *bisect.State) error {
 	if err != nil {
 		return fmt.Errorf("encoding bisection %s: %w", b.ID, err)
 	}
-	_, err = s.db.Exec(ctx, `
+	err = s.fenced(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `
 		INSERT INTO bisections (id, status, state) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()`,
-		b.ID, string(b.Phase), data)
+			b.ID, string(b.Phase), data)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("saving bisection %s: %w", b.ID, err)
 	}

@@ -71,9 +71,12 @@ func (s *Store) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) err
 	return nil
 }
 
-// ReleaseLease ends l (the job finished or was handed back).
+// ReleaseLease ends l (the job finished or was handed back). The row stays,
+// with no machine and expired, so the next holder's epoch is still higher:
+// epochs of a job only ever grow.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	if _, err := s.db.Exec(ctx, "DELETE FROM job_leases WHERE job_id = $1 AND epoch = $2", l.JobID, l.Epoch); err != nil {
+	if _, err := s.db.Exec(ctx, `UPDATE job_leases SET machine = '', expires_at = least(expires_at, now())
+		WHERE job_id = $1 AND epoch = $2`, l.JobID, l.Epoch); err != nil {
 		return fmt.Errorf("releasing the lease of job %s: %w", l.JobID, err)
 	}
 	return nil
@@ -106,11 +109,47 @@ func (s *Store) InLease(ctx context.Context, l Lease, fn func(tx pgx.Tx) error) 
 }
 
 // ExpiredLeases lists the leases past their expiry, oldest first, for the
-// reaper that hands their jobs to other workers.
+// reaper that hands their jobs to other workers. Released and handed-over
+// leases (no machine) are not listed.
 func (s *Store) ExpiredLeases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.db.Query(ctx, "SELECT job_id, machine, class, epoch, expires_at FROM job_leases WHERE expires_at <= now() ORDER BY expires_at")
+	rows, err := s.db.Query(ctx, "SELECT job_id, machine, class, epoch, expires_at FROM job_leases WHERE expires_at <= now() AND machine <> '' ORDER BY expires_at")
 	if err != nil {
 		return nil, fmt.Errorf("listing expired leases: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
+		var l Lease
+		err := r.Scan(&l.JobID, &l.Machine, &l.Class, &l.Epoch, &l.Expires)
+		return l, err
+	})
+}
+
+// FenceOut ends any lease on jobID inside tx, unless a live one holds it
+// (live reports that, and nothing changes): the epoch is bumped, so writes
+// of the last holder are refused from the commit of tx on, and the lease is
+// left with no machine for the next worker to take (epoch + 1 again). A job
+// that never had a lease gets one of epoch 1 with no machine. The reaper
+// calls it in the transaction that moves the job to another worker.
+func FenceOut(ctx context.Context, tx pgx.Tx, jobID string) (live bool, err error) {
+	err = tx.QueryRow(ctx, `SELECT machine <> '' AND expires_at > now() FROM job_leases WHERE job_id = $1 FOR UPDATE`, jobID).Scan(&live)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("fencing out job %s: %w", jobID, err)
+	}
+	if live {
+		return true, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO job_leases AS l (job_id, machine, epoch, expires_at) VALUES ($1, '', 1, now())
+		ON CONFLICT (job_id) DO UPDATE SET epoch = l.epoch + 1, machine = '', expires_at = least(l.expires_at, now())`, jobID)
+	if err != nil {
+		return false, fmt.Errorf("fencing out job %s: %w", jobID, err)
+	}
+	return false, nil
+}
+
+// ActiveLeases lists the unexpired leases: which machine runs which job.
+func (s *Store) ActiveLeases(ctx context.Context) ([]Lease, error) {
+	rows, err := s.db.Query(ctx, "SELECT job_id, machine, class, epoch, expires_at FROM job_leases WHERE expires_at > now() AND machine <> '' ORDER BY job_id")
+	if err != nil {
+		return nil, fmt.Errorf("listing leases: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
 		var l Lease

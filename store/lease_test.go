@@ -117,3 +117,80 @@ func TestKeepLeaseReportsATakeover(t *testing.T) {
 		t.Fatal("a taken-over lease was never reported lost")
 	}
 }
+
+// TestJobWritesPerMachineClass: under a job's lease, samples and
+// environments record the machine, nightly runs the class; series and the
+// last night are read per class, so two classes never mix; and a write
+// under a lease that was fenced out (a reaper moved the job) is refused.
+func TestJobWritesPerMachineClass(t *testing.T) {
+	s := testStore(t)
+	bg := context.Background()
+	night := func(ctx context.Context, commit string, v float64) {
+		t.Helper()
+		r := NightlyRun{Branch: "class-test", Commit: commit, Status: "ok"}
+		if err := s.RecordNightly(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.Environment(ctx, []byte(`{"cpu": "same"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddSamples(ctx, []Sample{{BuildKey: commit, Commit: commit, Scenario: "sc", Metric: "m", Value: v, NightlyID: r.ID, EnvironmentID: env}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la, err := s.AcquireLease(bg, "night-a", "bench-a", "bench-2core", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := s.AcquireLease(bg, "night-b", "big-1", "bench-64core", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cb := WithLease(bg, la), WithLease(bg, lb)
+	night(bg, "c0", 1)
+	night(ca, "c1", 2)
+	night(cb, "c1", 3)
+	for _, c := range []struct {
+		ctx  context.Context
+		want float64
+	}{{bg, 1}, {ca, 2}, {cb, 3}} {
+		pts, err := s.Series(c.ctx, "class-test", "sc", "m", "")
+		if err != nil || len(pts) != 1 || len(pts[0].Values) != 1 || pts[0].Values[0] != c.want {
+			t.Errorf("series of class %q: %+v %v, want the one night of value %g", ClassOf(c.ctx), pts, err, c.want)
+		}
+		last, err := s.LastNightly(c.ctx, "class-test")
+		if err != nil || (c.want == 1) != (last.Commit == "c0") {
+			t.Errorf("last night of class %q: %+v %v", ClassOf(c.ctx), last, err)
+		}
+	}
+	ss, err := s.Samples(bg, SampleQuery{Commit: "c1", Scenario: "sc", Metric: "m"})
+	if err != nil || len(ss) != 2 {
+		t.Fatalf("samples of c1: %+v %v", ss, err)
+	}
+	machines := map[string]string{}
+	for _, sm := range ss {
+		machines[sm.Machine] = sm.MachineClass
+		info, err := s.EnvironmentInfo(bg, sm.EnvironmentID)
+		if err != nil || string(info) != `{"cpu": "same"}` {
+			t.Errorf("environment %d: %s %v", sm.EnvironmentID, info, err)
+		}
+	}
+	if machines["bench-a"] != "bench-2core" || machines["big-1"] != "bench-64core" || ss[0].EnvironmentID == ss[1].EnvironmentID {
+		t.Errorf("samples %+v: want each with its machine, class and own environment row", ss)
+	}
+	// A reaper fences the job out: the old holder's next sample is refused.
+	if err := s.inTx(bg, func(tx pgx.Tx) error { _, err := FenceOut(bg, tx, "night-a"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(bg, "UPDATE job_leases SET expires_at = now() - interval '1 second' WHERE job_id = 'night-a'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.inTx(bg, func(tx pgx.Tx) error { _, err := FenceOut(bg, tx, "night-a"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err = s.AddSamples(ca, []Sample{{BuildKey: "c2", Commit: "c2", Scenario: "sc", Metric: "m", Value: 9}})
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("a sample after the job was fenced out: %v, want ErrLeaseLost", err)
+	}
+}

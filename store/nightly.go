@@ -25,8 +25,9 @@ type NightlyRun struct {
 	Finished time.Time // zero while running
 }
 
-// RecordNightly inserts r when r.ID is 0 (setting r.ID) and otherwise
-// updates its status, detail and finish time.
+// RecordNightly inserts r when r.ID is 0 (setting r.ID), for the machine
+// class of ctx's job (ClassOf), and otherwise updates its status, detail
+// and finish time.
 func (s *Store) RecordNightly(ctx context.Context, r *NightlyRun) error {
 	if r.Branch == "" || r.Commit == "" || r.Status == "" {
 		return errors.New("recording nightly run: branch, commit and status are required")
@@ -38,9 +39,9 @@ func (s *Store) RecordNightly(ctx context.Context, r *NightlyRun) error {
 	if r.ID == 0 {
 		r.Started = timeOr(r.Started)
 		err := s.db.QueryRow(ctx, `
-			INSERT INTO nightly_runs (branch, commit, status, detail, started_at, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			r.Branch, r.Commit, r.Status, jsonOr(r.Detail, "{}"), r.Started, finished).Scan(&r.ID)
+			INSERT INTO nightly_runs (branch, commit, status, detail, started_at, finished_at, machine_class)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			r.Branch, r.Commit, r.Status, jsonOr(r.Detail, "{}"), r.Started, finished, ClassOf(ctx)).Scan(&r.ID)
 		if err != nil {
 			return fmt.Errorf("recording nightly run of %s: %w", r.Branch, err)
 		}
@@ -60,14 +61,15 @@ func (s *Store) RecordNightly(ctx context.Context, r *NightlyRun) error {
 // LastNightly returns the latest nightly run of branch, only considering
 // runs with one of statuses when any are given (LastNightly(ctx, "master",
 // "ok") is the last good night). It returns an error wrapping ErrNotFound
-// when there is none.
+// when there is none. Only runs of the machine class of ctx's job are
+// considered (ClassOf).
 func (s *Store) LastNightly(ctx context.Context, branch string, statuses ...string) (NightlyRun, error) {
 	var r NightlyRun
 	var finished *time.Time
 	err := s.db.QueryRow(ctx, `
 		SELECT id, branch, commit, status, detail, started_at, finished_at FROM nightly_runs
-		WHERE branch = $1 AND (coalesce(cardinality($2::text[]), 0) = 0 OR status = ANY($2))
-		ORDER BY started_at DESC, id DESC LIMIT 1`, branch, statuses).
+		WHERE branch = $1 AND (coalesce(cardinality($2::text[]), 0) = 0 OR status = ANY($2)) AND machine_class = $3
+		ORDER BY started_at DESC, id DESC LIMIT 1`, branch, statuses, ClassOf(ctx)).
 		Scan(&r.ID, &r.Branch, &r.Commit, &r.Status, &r.Detail, &r.Started, &finished)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("nightly run of %s: %w", branch, ErrNotFound)

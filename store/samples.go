@@ -31,17 +31,25 @@ type Sample struct {
 	NightlyID int64
 	// BisectionID is the bisection that took the sample; "" for none.
 	BisectionID string
+	// Machine and MachineClass are the machine that measured the sample
+	// and its class; "" when unknown. AddSamples under a job's lease
+	// fills them from the lease when empty.
+	Machine      string
+	MachineClass string
 }
 
 // Environment stores the description of a machine and its settings (opaque
 // JSON from package bench) and returns its id. Identical descriptions share
 // one id: jsonb normalises key order and spacing before they are compared.
+// Under a job's lease (WithLease) the environment records the lease's
+// machine, and identical descriptions of two machines are two rows.
 func (s *Store) Environment(ctx context.Context, info json.RawMessage) (int64, error) {
 	var id int64
+	lease, _ := LeaseOf(ctx)
 	err := s.db.QueryRow(ctx, `
-		INSERT INTO environments (fingerprint, info) VALUES (md5($1::jsonb::text), $1::jsonb)
+		INSERT INTO environments (fingerprint, info, machine) VALUES (md5($1::jsonb::text || $2), $1::jsonb, $2)
 		ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
-		RETURNING id`, string(jsonOr(info, "{}"))).Scan(&id)
+		RETURNING id`, string(jsonOr(info, "{}")), lease.Machine).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("recording environment: %w", err)
 	}
@@ -62,7 +70,9 @@ func (s *Store) AddSample(ctx context.Context, sm Sample) error {
 	return s.AddSamples(ctx, []Sample{sm})
 }
 
-// AddSamples stores samples in one statement, all or none.
+// AddSamples stores samples in one statement, all or none. Under a job's
+// lease (WithLease) the statement is fenced by the lease and the samples
+// record the lease's machine and class.
 func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 	if len(samples) == 0 {
 		return nil
@@ -74,8 +84,9 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		indexes                                   = make([]int32, n)
 		times                                     = make([]time.Time, n)
 		envs, nightlies                           = make([]int64, n), make([]int64, n)
-		bisections                                = make([]string, n)
+		bisections, machines, classes             = make([]string, n), make([]string, n), make([]string, n)
 	)
+	lease, _ := LeaseOf(ctx)
 	for i, sm := range samples {
 		if sm.BuildKey == "" || sm.Commit == "" || sm.Scenario == "" || sm.Metric == "" {
 			return fmt.Errorf("adding sample %d: build key, commit, scenario and metric are required", i)
@@ -83,14 +94,21 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		keys[i], commits[i], scenarios[i], points[i], metrics[i] = sm.BuildKey, sm.Commit, sm.Scenario, sm.Point, sm.Metric
 		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
 		envs[i], nightlies[i], bisections[i] = sm.EnvironmentID, sm.NightlyID, sm.BisectionID
+		machines[i], classes[i] = sm.Machine, sm.MachineClass
+		if machines[i] == "" {
+			machines[i], classes[i] = lease.Machine, lease.Class
+		}
 	}
-	_, err := s.db.Exec(ctx, `
+	err := s.fenced(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `
 		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id,
-			nightly_id, bisection_id)
-		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, '')
+			nightly_id, bisection_id, machine, machine_class)
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), ma, mc
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
-			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b)`,
-		keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections)
+			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b, ma, mc)`,
+			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, machines, classes)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("adding %d samples: %w", n, err)
 	}
@@ -142,7 +160,7 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 		add("bisection_id = $%d", q.BisectionID)
 	}
 	sql := `SELECT id, build_key, commit, scenario, point, metric, value, sample_index, taken_at,
-		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, '') FROM samples`
+		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, ''), machine, machine_class FROM samples`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -157,7 +175,7 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 		var sm Sample
 		var idx int32
 		if err := rows.Scan(&sm.ID, &sm.BuildKey, &sm.Commit, &sm.Scenario, &sm.Point, &sm.Metric, &sm.Value, &idx,
-			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID); err != nil {
+			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID, &sm.Machine, &sm.MachineClass); err != nil {
 			return nil, fmt.Errorf("reading samples: %w", err)
 		}
 		sm.Index = int(idx)
@@ -188,9 +206,9 @@ func (s *Store) Series(ctx context.Context, branch, scenario, metric, point stri
 	rows, err := s.db.Query(ctx, `
 		SELECT n.id, n.commit, n.started_at, array_agg(s.value ORDER BY s.sample_index, s.id)
 		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
-		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4)
+		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4) AND n.machine_class = $5
 		GROUP BY n.id, n.commit, n.started_at
-		ORDER BY n.started_at, n.id`, scenario, metric, point, branch)
+		ORDER BY n.started_at, n.id`, scenario, metric, point, branch, ClassOf(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("reading the series of %s %s %s: %w", scenario, point, metric, err)
 	}

@@ -21,7 +21,7 @@ type Summary struct {
 }
 
 // summaryTables are counted by Summarize, in display order.
-var summaryTables = []string{"builds", "samples", "comparisons", "bisections", "findings", "posts", "nightly_runs", "jobs"}
+var summaryTables = []string{"builds", "samples", "comparisons", "bisections", "findings", "posts", "nightly_runs", "machines", "river_job"}
 
 // SummaryTables lists the tables Summary.Rows counts, in display order.
 func SummaryTables() []string { return append([]string(nil), summaryTables...) }
@@ -53,15 +53,26 @@ func Summarize(ctx context.Context, url string) (Summary, error) {
 	s.Rows = map[string]int64{}
 	for _, t := range summaryTables {
 		var n int64
+		var present bool
+		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t).Scan(&present); err != nil || !present {
+			continue // a database an older pgbisect made, not migrated yet
+		}
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{t}.Sanitize()).Scan(&n); err != nil {
 			return s, fmt.Errorf("counting %s: %w", t, err)
 		}
 		s.Rows[t] = n
 	}
+	if _, ok := s.Rows["river_job"]; !ok {
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM findings WHERE settled_at IS NULL").Scan(&s.PendingFindings)
+		if err != nil {
+			return s, fmt.Errorf("summarising the results database: %w", err)
+		}
+		return s, nil
+	}
 	err = conn.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM findings WHERE settled_at IS NULL),
-		(SELECT count(*) FROM jobs WHERE status = 'queued'),
-		(SELECT count(*) FROM jobs WHERE status = 'running')`).Scan(&s.PendingFindings, &s.QueuedJobs, &s.RunningJobs)
+		(SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending')),
+		(SELECT count(*) FROM river_job WHERE state = 'running')`).Scan(&s.PendingFindings, &s.QueuedJobs, &s.RunningJobs)
 	if err != nil {
 		return s, fmt.Errorf("summarising the results database: %w", err)
 	}

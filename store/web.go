@@ -83,9 +83,9 @@ func (s *Store) NightlyRuns(ctx context.Context, limit int) ([]NightlyRun, error
 	return out, nil
 }
 
-// Machine is one recorded environment (a machine with its settings) and
-// how much was measured on it.
-type Machine struct {
+// EnvironmentUse is one recorded environment (a machine with its
+// settings) and how much was measured on it.
+type EnvironmentUse struct {
 	EnvironmentID int64
 	// Info is the environment as package bench records it (opaque).
 	Info    json.RawMessage
@@ -94,8 +94,9 @@ type Machine struct {
 	Last time.Time
 }
 
-// Machines lists the recorded environments, the most recently used first.
-func (s *Store) Machines(ctx context.Context) ([]Machine, error) {
+// EnvironmentsUsed lists the recorded environments, the most recently
+// used first.
+func (s *Store) EnvironmentsUsed(ctx context.Context) ([]EnvironmentUse, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT e.id, e.info, count(s.id), max(s.taken_at)
 		FROM environments e LEFT JOIN samples s ON s.environment_id = e.id
@@ -103,8 +104,8 @@ func (s *Store) Machines(ctx context.Context) ([]Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Machine, error) {
-		var m Machine
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EnvironmentUse, error) {
+		var m EnvironmentUse
 		var last *time.Time
 		err := row.Scan(&m.EnvironmentID, &m.Info, &m.Samples, &last)
 		m.Last = nullTime(last)
@@ -118,7 +119,9 @@ func (s *Store) Machines(ctx context.Context) ([]Machine, error) {
 
 // Counts are the totals a monitoring scrape reports.
 type Counts struct {
-	// Jobs counts queue jobs by status; Builds counts builds by status.
+	// Jobs counts the queue's jobs (River's river_job) by state
+	// ("available", "running", "completed", ...); Builds counts builds by
+	// status.
 	Jobs    map[string]int64
 	Builds  map[string]int64
 	Samples int64
@@ -136,7 +139,7 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 		sql string
 		m   map[string]int64
 	}{
-		{"SELECT status, count(*) FROM jobs GROUP BY 1", c.Jobs},
+		{"SELECT state::text, count(*) FROM river_job GROUP BY 1", c.Jobs},
 		{"SELECT status, count(*) FROM builds GROUP BY 1", c.Builds},
 	} {
 		rows, err := s.db.Query(ctx, q.sql)

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/gittest"
+	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestBisectResolveMergeBase: a good commit on another branch (REL_15_0
@@ -39,5 +42,24 @@ func TestBisectResolveMergeBase(t *testing.T) {
 	out.Reset()
 	if good, _, given, err := a.bisectResolve(context.Background(), repo, c1, "master", sink); err != nil || good.Hash != c1 || given != "" || out.Len() > 0 {
 		t.Errorf("ancestor good: %s, given %q, %v, output %q", good.Short(), given, err, out.String())
+	}
+}
+
+// TestBisectReportListsMachines: a bisection whose samples two machines
+// took (a daemon job taken over) reports both as its host.
+func TestBisectReportListsMachines(t *testing.T) {
+	st := storetest.Store(t)
+	ctx := context.Background()
+	id := "machines-" + t.Name()
+	var rows []store.Sample
+	for i, m := range []string{"bench-a", "bench-a", "bench-b"} {
+		rows = append(rows, store.Sample{BuildKey: "k", Commit: "c", Scenario: "s", Metric: "m", Value: 1, Index: i, BisectionID: id, Machine: m})
+	}
+	if err := st.AddSamples(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	m := &bisectMeasurer{results: st, id: id, env: &bench.Environment{}}
+	if got := m.environment(ctx).Host; got != "bench-a, bench-b" {
+		t.Errorf("host %q, want the two machines", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -270,9 +271,29 @@ func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
 		e = &saved
 	}
 	host, _ := os.Hostname()
+	if used := m.machines(ctx); used != "" {
+		host = used
+	}
 	return finding.Environment{Host: host, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores, MemoryMB: e.MemoryBytes >> 20,
 		Governor: e.Governor, Filesystem: e.Filesystem, LoadAvg: e.LoadAvg[0],
 		Extra: map[string]string{"thp": e.THP, "server": e.ServerVersion}}
+}
+
+// machines lists the machines that measured the bisection's samples, when
+// they were recorded (daemon jobs record them; see internal/jobs): a job
+// taken over from a dead machine has two.
+func (m *bisectMeasurer) machines(ctx context.Context) string {
+	samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, s := range samples {
+		if s.Machine != "" && !slices.Contains(names, s.Machine) {
+			names = append(names, s.Machine)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // bisectSettings are the server settings the bisection ran with, templates

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pgbisect/pgbisect/internal/finding"
@@ -23,26 +24,27 @@ func (a *App) outbox(ctx context.Context, sink Sink) (*store.Store, error) {
 // Deliver posts the pending findings to GitHub when posting is configured
 // (a repository and a token); otherwise it does nothing. What was posted
 // and what was not are notes on sink; a finding that could not be posted
-// waits for the next delivery.
-func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) {
+// waits for the next delivery, and the error says how many wait (a post
+// job is retried on it).
+func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) error {
 	if a.opts.GitHub.Repo == "" || a.opts.GitHub.Token == "" {
-		return
+		return nil
 	}
 	p, err := notify.NewPoster(a.opts.GitHub)
 	if err != nil {
 		sink.note("not posting: %v", err)
-		return
+		return nil // a configuration error: retrying does not help
 	}
 	p.Log = a.log
 	box, err := a.Outbox(ctx, sink)
 	if err != nil {
 		sink.note("not posting: %v", err)
-		return
+		return err
 	}
 	unlock, err := box.Lock(ctx, store.PostLock)
 	if err != nil {
 		sink.note("not posting: %v", err)
-		return
+		return err
 	}
 	defer unlock()
 	del, err := p.Deliver(ctx, box)
@@ -54,7 +56,12 @@ func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) {
 	}
 	if err != nil {
 		sink.note("posting: %v", err)
+		return err
 	}
+	if len(del.Failed) > 0 {
+		return fmt.Errorf("%d findings not posted: %w", len(del.Failed), errors.Join(del.Failed...))
+	}
+	return nil
 }
 
 // PostLine describes what a post did, in one line.

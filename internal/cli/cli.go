@@ -184,6 +184,8 @@ func flagError(fs *flag.FlagSet, err error) string {
 // results database.
 type commonFlags struct {
 	config, state, repo, db *string
+	// class is 'pgbisect request's machine class (nil elsewhere).
+	class *string
 }
 
 // addCommonFlags declares --config, --state and --repo.

@@ -3,32 +3,35 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/nightly"
-	"github.com/pgbisect/pgbisect/store"
 )
 
 func init() {
 	register(command{
 		Name:    "daemon",
-		Summary: "run the nightly pass on the configured schedule and queued requests, one job at a time",
+		Summary: "join the machines working the job queue: queued requests and the nightly pass, one job at a time",
 		Run:     daemonRun,
 	})
 }
 
 func daemonRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "daemon", "[flags]")
-	poll := fs.Duration("poll", 30*time.Second, "how often an idle daemon looks for queued requests")
+	machine := fs.String("machine", "", "this machine's name in the queue and on its samples (default: machine.name, else the host name)")
+	class := fs.String("class", "", "the machine class whose jobs this daemon takes, e.g. bench-2core (default: machine.class, else default)")
+	leaseTTL := fs.Duration("lease-ttl", 0, "a running job's lease; a dead machine's job moves within about 4/3 of it (default: machine.lease_ttl, else 2m)")
 	schedule := fs.String("schedule", "", "cron spec overriding nightly.schedule, e.g. \"@every 6h\" or \"CRON_TZ=Europe/Berlin 0 2 * * *\"")
-	noNightly := fs.Bool("no-nightly", false, "take queued requests only; run no nightly pass")
-	noPost := fs.Bool("no-post", false, "record findings but post nothing")
+	noNightly := fs.Bool("no-nightly", false, "take queued requests only; schedule no nightly pass")
+	noPost := fs.Bool("no-post", false, "record findings but post nothing (post jobs are left to other daemons)")
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -54,60 +57,79 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if _, err := a.NightlySuite(); err != nil {
 		return err
 	}
-	queue, err := a.Store(ctx)
+	st, err := a.Store(ctx)
 	if err != nil {
 		return err
 	}
-	dm := &nightly.Daemon{
-		StateDir: cfg.StateDir,
-		Queue:    queue,
-		Kinds:    []string{"bisect"},
-		RunJob: func(ctx context.Context, job store.Job, progress func(string)) error {
-			return daemonRunJob(ctx, a, job, progress)
+	jc := jobs.Config{
+		Store:          st,
+		Machine:        firstOf(*machine, cfg.Machine.Name),
+		Class:          firstOf(*class, cfg.Machine.Class),
+		LeaseTTL:       cfg.Machine.LeaseTTL,
+		NightlyClasses: cfg.Machine.NightlyClasses,
+		NightlyRequest: app.NightlyRequest{Wait: true},
+		NoPosts:        *noPost,
+		Log:            env.Log,
+		Sink: func(key string) (app.Sink, func()) {
+			log, closeLog := daemonJobLog(cfg.StateDir, "job-"+key)
+			return daemonSink(log), closeLog
 		},
-		Poll: *poll,
-		Log:  env.Log,
+	}
+	if *leaseTTL > 0 {
+		jc.LeaseTTL = *leaseTTL
 	}
 	if !*noNightly {
-		dm.Schedule = sched
-		dm.Nightly = func(ctx context.Context, progress func(string)) error {
-			log, closeLog := daemonJobLog(cfg.StateDir, "nightly-"+time.Now().UTC().Format("20060102T150405Z"))
-			defer closeLog()
-			res, err := a.Nightly(ctx, app.NightlyRequest{Wait: true, Deliver: !*noPost}, daemonSink(progress, log))
-			if err != nil {
-				log(err.Error())
-			}
-			if res != nil {
-				env.Log.Info("nightly result", "commit", res.Run.Commit, "status", res.Run.Status, "findings", len(res.Findings))
-			}
-			return err
-		}
+		jc.Nightly = sched
 	}
-	if err := dm.Start(ctx); err != nil {
-		return err
+	if jc.Machine != "" && jobs.MachineName(jc.Machine) != jc.Machine {
+		return usageError("machine name %q: use lowercase letters and digits separated by '-' or '_', e.g. %s", jc.Machine, jobs.MachineName(jc.Machine))
 	}
-	fmt.Fprintf(env.Stderr, "pgbisect daemon: state %s, schedule %q (%s), queue in %s; stop with SIGTERM, SIGHUP or Ctrl-C\n",
-		cfg.StateDir, spec, cfg.Nightly.TimeZone, a.StoreName())
-	return dm.Wait()
-}
-
-// daemonRunJob runs a queued request by calling the application; a
-// bisection resumes from its saved state, so a job the last daemon left
-// running continues where it stopped. Its events are recorded under the
-// job (app.JobID), its lines go to the job's log and status.
-func daemonRunJob(ctx context.Context, a *app.App, job store.Job, progress func(string)) error {
-	r, err := jobRequest(job)
+	queue, err := jobs.NewQueue(st)
 	if err != nil {
 		return err
 	}
-	req, ok := r.(app.BisectRequest)
-	if !ok {
-		return fmt.Errorf("job %d: this daemon runs only bisect jobs, not %s", job.ID, r.Kind())
+	jc.Ops = daemonOps{a: a, queue: queue, post: !*noPost, class: jc.Class}
+	d, err := jobs.New(jc)
+	if err != nil {
+		return err
 	}
-	log, closeLog := daemonJobLog(a.Options().StateDir, fmt.Sprintf("job-%d", job.ID))
-	defer closeLog()
-	log(fmt.Sprintf("pgbisect bisect %s (attempt %d)", strings.Join(req.Args(), " "), job.Attempts))
-	out, err := a.Bisect(ctx, app.JobID(job.ID), req, daemonSink(progress, log))
+	// Jobs an older pgbisect queued in its own queue move into River once.
+	if n, err := queue.MoveLegacyJobs(ctx, d.Class(), legacyBisectRequest); err != nil {
+		return err
+	} else if n > 0 {
+		env.Log.Info("moved the jobs of the old queue into River", slog.Int("jobs", n))
+	}
+	nightlyNote := fmt.Sprintf("schedule %q (%s)", spec, cfg.Nightly.TimeZone)
+	if *noNightly {
+		nightlyNote = "no nightly pass"
+	}
+	fmt.Fprintf(env.Stderr, "pgbisect daemon: machine %s, class %s, state %s, %s, jobs in %s; stop with SIGTERM, SIGHUP or Ctrl-C\n",
+		d.Machine(), d.Class(), cfg.StateDir, nightlyNote, a.StoreName())
+	return d.Run(ctx)
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// daemonOps are the application's operations as the daemon's workers call
+// them: results go to the job's log, findings of a nightly pass are posted
+// by a post job.
+type daemonOps struct {
+	a     *app.App
+	queue *jobs.Queue
+	post  bool
+	class string
+}
+
+func (o daemonOps) Bisect(ctx context.Context, events string, req app.BisectRequest, sink app.Sink) error {
+	note(sink, "pgbisect bisect "+strings.Join(req.Args(), " "))
+	out, err := o.a.Bisect(ctx, events, req, sink)
 	if err != nil {
 		return err
 	}
@@ -117,23 +139,52 @@ func daemonRunJob(ctx context.Context, a *app.App, job store.Job, progress func(
 	}
 	for line := range strings.Lines(buf.String()) {
 		if line = strings.TrimSpace(line); line != "" {
-			progress(line)
-			log(line)
+			note(sink, line)
 		}
 	}
 	return nil
 }
 
-// jobRequest reads a queued job's request. A job an older pgbisect queued
-// as the command line of 'pgbisect bisect' is parsed with that command's
-// flags, so it runs exactly as it would have.
-func jobRequest(job store.Job) (app.Request, error) {
-	r, legacy, err := app.DecodeRequest(job.Kind, job.Args)
-	if errors.Is(err, app.ErrLegacyJob) {
-		return legacyBisectRequest(legacy)
+func (o daemonOps) Compare(ctx context.Context, req app.CompareRequest, sink app.Sink) error {
+	_, err := o.a.Compare(ctx, req, sink)
+	return err
+}
+
+func (o daemonOps) Nightly(ctx context.Context, req app.NightlyRequest, sink app.Sink) error {
+	req.Deliver = false // a post job posts, retried on its own
+	res, err := o.a.Nightly(ctx, req, sink)
+	if res != nil {
+		note(sink, fmt.Sprintf("nightly result: %s at %s, %d findings", res.Run.Status, res.Run.Commit, len(res.Findings)))
+		if o.post && len(res.Findings) > 0 {
+			if _, qerr := o.queue.Enqueue(context.WithoutCancel(ctx), app.DeliverRequest{}, o.class); qerr != nil {
+				note(sink, "not queued for posting: "+qerr.Error())
+			}
+		}
 	}
+	return err
+}
+
+func (o daemonOps) Deliver(ctx context.Context, req app.DeliverRequest, sink app.Sink) error {
+	return o.a.Deliver(ctx, req, sink)
+}
+
+func note(sink app.Sink, line string) {
+	if sink != nil {
+		sink(app.Event{Kind: app.KindNote, At: time.Now(), Text: line})
+	}
+}
+
+// jobRequest reads a queued job's request.
+func jobRequest(j jobs.Job) (app.Request, error) {
+	var args struct {
+		Request json.RawMessage `json:"request"`
+	}
+	if err := json.Unmarshal(j.Args, &args); err != nil {
+		return nil, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	r, _, err := app.DecodeRequest(j.Kind, args.Request)
 	if err != nil {
-		return nil, fmt.Errorf("job %d: %w", job.ID, err)
+		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	return r, nil
 }
@@ -160,12 +211,10 @@ func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
 	return req, nil
 }
 
-// daemonSink passes each event's line to the daemon's progress and the
-// job's log.
-func daemonSink(progress, log func(string)) app.Sink {
+// daemonSink passes each event's line to the job's log.
+func daemonSink(log func(string)) app.Sink {
 	return func(e app.Event) {
 		if line := eventLine(e); line != "" {
-			progress(line)
 			log(line)
 		}
 	}

@@ -10,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestDaemonRunsQueuedRequest starts `pgbisect daemon` in-process on a real
 // results store, queues a bisection whose repository does not exist, and
-// checks that the daemon runs it as 'pgbisect bisect' would, records the
-// failure with its error, its log and its events, and keeps running until
-// cancelled.
+// checks that the daemon joins, runs it as a River job, records the failure
+// with its error and its log, and keeps running until cancelled.
 func TestDaemonRunsQueuedRequest(t *testing.T) {
 	storetest.NeedServer(t)
 	t.Setenv("PGBISECT_DB", "") // the private cluster in the state directory
@@ -60,7 +59,7 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 	var dout syncBuf
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--poll", "100ms"}, &dout, &dout)
+		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--machine", "test-machine"}, &dout, &dout)
 	}()
 
 	st, err := store.Open(context.Background(), store.Config{StateDir: state, RunAs: "pgbisect"})
@@ -68,12 +67,19 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var job store.Job
+	q, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job fails (the repository is missing) and waits for River's
+	// retry; its error names the repository.
+	var job jobs.Job
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		if job, err = st.Job(context.Background(), 1); err != nil {
-			t.Fatal(err)
+		js, err := q.Jobs(context.Background(), 10)
+		if err != nil || len(js) != 1 {
+			t.Fatalf("jobs: %+v %v", js, err)
 		}
-		if job.Status == store.JobFailed || job.Status == store.JobDone {
+		if job = js[0]; job.Error != "" {
 			break
 		}
 		select {
@@ -82,24 +88,19 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job still %s after 2 minutes:\n%s", job.Status, dout.String())
+			t.Fatalf("job still %s after 2 minutes:\n%s", job.State, dout.String())
 		}
 	}
-	if job.Status != store.JobFailed || !strings.Contains(job.Error, "no-such-repo") {
-		t.Fatalf("job %s with error %q, want failed naming the missing repository", job.Status, job.Error)
+	if job.State == "completed" || job.Attempt < 1 || !strings.Contains(job.Error, "no-such-repo") || job.Machine != "test-machine" {
+		t.Fatalf("job %s on %q with error %q, want a failed attempt on test-machine naming the missing repository", job.State, job.Machine, job.Error)
 	}
-	// The job's events are in the store, for a follower elsewhere: the last
-	// one ends it with its error.
-	evs, err := st.Events(context.Background(), app.JobID(1), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(evs); n == 0 || evs[n-1].Kind != string(app.KindDone) || !strings.Contains(string(evs[n-1].Payload), "no-such-repo") {
-		t.Errorf("events of job 1: %+v; want the last a done event naming the missing repository", evs)
-	}
-	log, _ := os.ReadFile(filepath.Join(state, "logs", "jobs", "job-1.log"))
+	log, _ := os.ReadFile(filepath.Join(state, "logs", "jobs", "job-"+job.Key+".log"))
 	if !strings.Contains(string(log), "pgbisect bisect") {
 		t.Errorf("job log lacks the command:\n%s", log)
+	}
+	ms, err := st.Machines(context.Background())
+	if err != nil || len(ms) != 1 || ms[0].Name != "test-machine" || ms[0].Class != "default" {
+		t.Errorf("machines: %+v %v", ms, err)
 	}
 	cancel()
 	if code := <-done; code != 0 {

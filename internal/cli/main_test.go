@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -11,6 +12,8 @@ import (
 // post, report) at one cluster the package's tests share, stopped at the
 // end. Tests of the private-cluster path itself set PGBISECT_DB to "".
 func TestMain(m *testing.M) {
+	// Tests run many state directories at once: a machine lock for each.
+	os.Setenv(nightly.MachineLockEnv, "state")
 	if st, err := storetest.Start(); err == nil {
 		os.Setenv("PGBISECT_DB", st.Cluster().URL())
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -115,16 +116,21 @@ func TestNightlyPrintGolden(t *testing.T) {
 }
 
 func TestStatusPrintGolden(t *testing.T) {
-	req, _ := json.Marshal(app.BisectRequest{Scenario: "/srv/pgbisect/configs/scenarios/copy-single.yaml", Good: "REL_15_0", Bad: "REL_16_0", Metric: "copy_time"})
+	req, _ := json.Marshal(map[string]any{"key": "bisect-0a1b2c3d4e5f", "class": "bench-2core",
+		"request": app.BisectRequest{Scenario: "/srv/pgbisect/configs/scenarios/copy-single.yaml", Good: "REL_15_0", Bad: "REL_16_0", Metric: "copy_time"}})
+	req2, _ := json.Marshal(map[string]any{"key": "bisect-ffeeddccbbaa", "class": "bench-2core",
+		"request": app.BisectRequest{Scenario: "/srv/copy-concurrent.yaml", Good: "A", Bad: "B", Point: "clients=4"}})
 	rep := statusReport{
-		Daemon: nightly.Status{PID: 4242, Worker: "host:/var/lib/pgbisect", Started: printedAt.Add(-26 * time.Hour),
-			Current: &nightly.JobStatus{Kind: "bisect", ID: 7, Started: printedAt.Add(-90 * time.Minute), Progress: "[search] sample 1a2b3c vs 4d5e6f (3 of 10 samples)"}},
-		DaemonRunning: true,
-		Machine:       &nightly.Holder{PID: 4242, Command: "pgbisect daemon", Started: printedAt.Add(-90 * time.Minute)},
-		Jobs: []store.Job{
-			{ID: 7, Kind: "bisect", Args: req, Status: store.JobRunning, Attempts: 1, Created: printedAt.Add(-2 * time.Hour), Progress: "[search] sample 1a2b3c vs 4d5e6f"},
-			{ID: 8, Kind: "bisect", Args: json.RawMessage(`{"argv": ["--scenario", "/srv/copy-concurrent.yaml", "--good", "A", "--bad", "B", "--point", "clients=4"]}`),
-				Status: store.JobQueued, Created: printedAt.Add(-30 * time.Minute)},
+		Machines: []store.Machine{
+			{Name: "bench-a", Class: "bench-2core", Started: printedAt.Add(-26 * time.Hour), Heartbeat: printedAt.Add(-20 * time.Second), JobKey: "bisect-0a1b2c3d4e5f"},
+			{Name: "bench-b", Class: "bench-2core", Started: printedAt.Add(-26 * time.Hour), Heartbeat: printedAt.Add(-3 * time.Hour), Stopped: printedAt.Add(-3 * time.Hour)},
+		},
+		Machine: &nightly.Holder{PID: 4242, Command: "pgbisect daemon", Started: printedAt.Add(-90 * time.Minute)},
+		Jobs: []jobs.Job{
+			{ID: 6, Kind: "deliver", Class: "post", State: "completed", Attempt: 2, Machine: "bench-b", Created: printedAt.Add(-5 * time.Hour),
+				Error: "1 findings not posted: GET https://api.github.com/...: 502", Args: json.RawMessage(`{"key": "deliver-1", "class": "post", "request": {}}`)},
+			{ID: 7, Kind: "bisect", Class: "bench-2core", State: "running", Attempt: 1, Machine: "bench-a", Created: printedAt.Add(-2 * time.Hour), Args: req},
+			{ID: 8, Kind: "bisect", Class: "bench-2core", State: "available", Created: printedAt.Add(-30 * time.Minute), Args: req2},
 		},
 		LastNightly: &store.NightlyRun{Branch: "master", Commit: "abcdef0123456789", Status: "ok", Started: printedAt.Add(-10 * time.Hour)},
 		Bisections: []statusBisection{{ID: "0123456789ab", Phase: "search", Updated: printedAt.Add(-time.Minute), Scenario: "copy-single", Metric: "copy_time",

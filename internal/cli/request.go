@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 )
 
 func init() {
@@ -49,24 +49,20 @@ func requestRun(ctx context.Context, env *Env) error {
 		requester += "@" + h
 	}
 	req.Requester = requester
-	kind, data, err := app.Encode(req)
-	if err != nil {
-		return err
-	}
 	st, done, err := openResults(ctx, env, cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	id, err := st.Enqueue(ctx, kind, data)
+	q, err := jobs.NewQueue(st)
 	if err != nil {
 		return err
 	}
-	queued, err := st.Jobs(ctx, store.JobQueued)
+	job, err := q.Enqueue(ctx, req, firstOf(*flags.class, cfg.Machine.Class))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "queued job %d: bisect %s (%d in the queue); follow it with 'pgbisect status'\n", id, strings.Join(req.Args(), " "), len(queued))
+	fmt.Fprintf(env.Stdout, "queued job %d for machine class %s: bisect %s; follow it with 'pgbisect status'\n", job.ID, job.Queue, strings.Join(req.Args(), " "))
 	return nil
 }
 
@@ -78,6 +74,7 @@ func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
 	request := bisectFlags(fs)
 	fs.Bool("json", false, "(ignored: the daemon logs the result)")
 	flags := addStoreFlags(fs)
+	flags.class = fs.String("class", "", "the machine `CLASS` to run on, e.g. bench-2core (default: machine.class, else default)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
 		return app.BisectRequest{}, flags, err

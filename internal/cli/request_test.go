@@ -12,7 +12,6 @@ import (
 
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/nightly"
-	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -76,11 +75,11 @@ func TestRequestAndStatus(t *testing.T) {
 		return out.String()
 	}
 	out := run("request", "bisect", "-s", "../../configs/scenarios/copy-single.yaml", "--good", "REL_15_0", "--bad", "REL_15_1", "--metric", "copy_time", "--state", state)
-	if !strings.Contains(out, "queued job 1") {
+	if !strings.Contains(out, "queued job 1 for machine class default") {
 		t.Fatalf("request said %q", out)
 	}
 	out = run("status", "--state", state)
-	for _, want := range []string{"daemon: not running", "machine: idle", "bisect  queued", "--metric copy_time"} {
+	for _, want := range []string{"machines: none joined", "this machine: idle", "bisect  default  available", "--metric copy_time"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
@@ -96,10 +95,10 @@ func TestRequestAndStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(run("status", "--state", state, "--json")), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Machine == nil || rep.Machine.PID != os.Getpid() || len(rep.Jobs) != 1 || rep.Jobs[0].Status != store.JobQueued {
+	if rep.Machine == nil || rep.Machine.PID != os.Getpid() || len(rep.Jobs) != 1 || rep.Jobs[0].State != "available" {
 		t.Fatalf("status --json: %+v", rep)
 	}
-	r, _, err := app.DecodeRequest(rep.Jobs[0].Kind, rep.Jobs[0].Args)
+	r, err := jobRequest(rep.Jobs[0])
 	if req, ok := r.(app.BisectRequest); err != nil || !ok || !filepath.IsAbs(req.Scenario) || req.Metric != "copy_time" {
 		t.Fatalf("queued request %s: a bisect request with the scenario path absolute (%v)", rep.Jobs[0].Args, err)
 	}
@@ -109,9 +108,9 @@ func TestRequestAndStatus(t *testing.T) {
 // command line of 'pgbisect bisect' is read as the request that command
 // line asked for; one that cannot be parsed fails with what to do.
 func TestLegacyJobRequest(t *testing.T) {
-	job := store.Job{ID: 3, Kind: "bisect", Args: json.RawMessage(`{"argv": ["--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
-		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"], "requester": "me@host"}`)}
-	r, err := jobRequest(job)
+	l := &app.LegacyJob{Argv: []string{"--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
+		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"}, Requester: "me@host"}
+	r, err := legacyBisectRequest(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +119,8 @@ func TestLegacyJobRequest(t *testing.T) {
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("legacy job read as %+v, want %+v", r, want)
 	}
-	job.Args = json.RawMessage(`{"argv": ["--scenario", "/abs/s.yaml", "--frobnicate"]}`)
-	if _, err := jobRequest(job); err == nil || !strings.Contains(err.Error(), "queue it again") {
+	l.Argv = []string{"--scenario", "/abs/s.yaml", "--frobnicate"}
+	if _, err := legacyBisectRequest(l); err == nil || !strings.Contains(err.Error(), "queue it again") {
 		t.Errorf("unparseable legacy job: %v", err)
-	}
-	if got := strings.Join(jobArgs(store.Job{Kind: "bisect", Args: json.RawMessage(`{"argv": ["--resume", "abc"]}`)}), " "); got != "--resume abc" {
-		t.Errorf("status shows a legacy job as %q", got)
 	}
 }

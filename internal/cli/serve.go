@@ -8,9 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/web"
-	"github.com/pgbisect/pgbisect/store"
 )
 
 func init() {
@@ -43,10 +42,14 @@ func serveRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	wc := web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv)}
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		return err
+	}
+	wc := web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue}
 	if wc.Token != "" {
 		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
-			return serveEnqueue(ctx, st, r)
+			return serveEnqueue(ctx, queue, cfg.Machine.Class, r)
 		}
 	}
 	srv, err := web.New(st, wc)
@@ -68,7 +71,7 @@ const webTokenEnv = "PGBISECT_WEB_TOKEN"
 
 // serveEnqueue queues a bisection requested on the dashboard as
 // 'pgbisect request bisect' would.
-func serveEnqueue(ctx context.Context, st *store.Store, r web.Request) (int64, error) {
+func serveEnqueue(ctx context.Context, queue *jobs.Queue, class string, r web.Request) (int64, error) {
 	argv := []string{"--scenario", r.Scenario, "--good", r.Good, "--bad", r.Bad}
 	if r.Metric != "" {
 		argv = append(argv, "--metric", r.Metric)
@@ -81,9 +84,9 @@ func serveEnqueue(ctx context.Context, st *store.Store, r web.Request) (int64, e
 		return 0, fmt.Errorf("%w: %s", web.ErrInvalid, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 	}
 	req.Requester = "dashboard"
-	kind, data, err := app.Encode(req)
+	job, err := queue.Enqueue(ctx, req, class)
 	if err != nil {
 		return 0, err
 	}
-	return st.Enqueue(ctx, kind, data)
+	return job.ID, nil
 }

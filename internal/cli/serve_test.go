@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -72,13 +72,27 @@ func TestServe(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &out); code != 201 || err != nil {
 		t.Fatalf("a valid request: %d %s", code, body)
 	}
-	// Finished at once, so no daemon test of this package runs it.
-	j, err := st.Job(context.Background(), out.ID)
-	if ferr := st.Finish(context.Background(), out.ID, errors.New("queued by TestServe")); err != nil || ferr != nil {
-		t.Fatal(err, ferr)
+	// Cancelled at once, so no daemon test of this package runs it.
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var args app.BisectRequest
-	if err := json.Unmarshal(j.Args, &args); err != nil || j.Kind != "bisect" ||
+	var j jobs.Job
+	all, err := queue.Jobs(context.Background(), 0)
+	for _, x := range all {
+		if x.ID == out.ID {
+			j = x
+		}
+	}
+	if _, cerr := queue.Cancel(context.Background(), out.ID); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	var c struct {
+		Request app.BisectRequest `json:"request"`
+	}
+	err = json.Unmarshal(j.Args, &c)
+	args := c.Request
+	if err != nil || j.Kind != "bisect" ||
 		!filepath.IsAbs(args.Scenario) || args.Bad != "REL_16_0" || args.Point != "clients=1" || args.Requester != "dashboard" {
 		t.Errorf("queued %s %s", j.Kind, j.Args)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -21,18 +22,20 @@ import (
 func init() {
 	register(command{
 		Name:    "status",
-		Summary: "show the daemon, the job running and its progress, the queue, the bisections and the last nightly pass",
+		Summary: "show the machines, the job queue and recent jobs, the bisections and the last nightly pass",
 		Run:     statusRun,
 	})
 }
 
 // statusReport is what status prints; --json prints it as is.
 type statusReport struct {
-	Daemon        nightly.Status    `json:"daemon"`
-	DaemonRunning bool              `json:"daemon_running"`
-	Machine       *nightly.Holder   `json:"machine_busy_with,omitempty"`
-	Jobs          []store.Job       `json:"jobs"`
-	LastNightly   *store.NightlyRun `json:"last_nightly,omitempty"`
+	// Machines joined with 'pgbisect daemon'.
+	Machines []store.Machine `json:"machines"`
+	// Machine is this machine's lock holder, when busy.
+	Machine *nightly.Holder `json:"machine_busy_with,omitempty"`
+	// Jobs are the queued and running jobs and the last finished ones.
+	Jobs        []jobs.Job        `json:"jobs"`
+	LastNightly *store.NightlyRun `json:"last_nightly,omitempty"`
 	// Bisections are the unfinished ones and the last finished ones.
 	Bisections []statusBisection `json:"bisections"`
 }
@@ -96,9 +99,6 @@ func statusRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	var rep statusReport
-	if rep.Daemon, rep.DaemonRunning, err = nightly.ReadStatus(cfg.StateDir); err != nil {
-		return err
-	}
 	if h, held, err := nightly.MachineHolder(cfg.StateDir); err == nil && held {
 		rep.Machine = &h
 	}
@@ -107,22 +107,20 @@ func statusRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	jobs, err := st.Jobs(ctx)
+	if rep.Machines, err = st.Machines(ctx); err != nil {
+		return err
+	}
+	q, err := jobs.NewQueue(st)
 	if err != nil {
 		return err
 	}
-	var finished []store.Job
-	for _, j := range jobs {
-		if j.Status == store.JobQueued || j.Status == store.JobRunning {
-			rep.Jobs = append(rep.Jobs, j)
-		} else {
-			finished = append(finished, j)
-		}
+	recent := 10
+	if *all {
+		recent = 10000
 	}
-	if !*all && len(finished) > 10 {
-		finished = finished[len(finished)-10:]
+	if rep.Jobs, err = q.Jobs(ctx, recent); err != nil {
+		return err
 	}
-	rep.Jobs = append(finished, rep.Jobs...)
 	if rep.Bisections, err = statusBisections(ctx, st, *all); err != nil {
 		return err
 	}
@@ -144,38 +142,30 @@ func statusRun(ctx context.Context, env *Env) error {
 }
 
 func statusPrint(w io.Writer, rep statusReport, now time.Time) {
-	d := rep.Daemon
-	switch {
-	case rep.DaemonRunning:
-		fmt.Fprintf(w, "daemon: running, pid %d, worker %s, up %s\n", d.PID, d.Worker, statusAge(now, d.Started))
-		if !d.NextNightly.IsZero() {
-			fmt.Fprintf(w, "next nightly pass: %s (in %s)\n", d.NextNightly.Local().Format("2006-01-02 15:04 MST"), d.NextNightly.Sub(now).Round(time.Minute))
-		}
-	case d.PID != 0:
-		fmt.Fprintf(w, "daemon: not running (pid %d stopped %s ago)\n", d.PID, statusAge(now, d.Stopped))
-	default:
-		fmt.Fprintln(w, "daemon: not running (start it with 'pgbisect daemon')")
-	}
-	if c := d.Current; c != nil && rep.DaemonRunning {
-		what := c.Kind
-		if c.ID != 0 {
-			what = fmt.Sprintf("%s job %d", c.Kind, c.ID)
-		}
-		fmt.Fprintf(w, "running: %s for %s\n", what, statusAge(now, c.Started))
-		if c.Progress != "" {
-			fmt.Fprintf(w, "  %s\n", c.Progress)
-		}
-	} else if rep.Machine != nil {
-		fmt.Fprintf(w, "machine: busy with %s\n", rep.Machine)
+	if len(rep.Machines) == 0 {
+		fmt.Fprintln(w, "machines: none joined (start one with 'pgbisect daemon')")
 	} else {
-		fmt.Fprintln(w, "machine: idle")
-	}
-	if l := d.Last; l != nil {
-		fmt.Fprintf(w, "last job: %s %s, %s ago", l.Kind, l.Result, statusAge(now, l.Finished))
-		if l.Error != "" {
-			fmt.Fprintf(w, ": %s", l.Error)
+		fmt.Fprintln(w, "machines:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCLASS\tHEARTBEAT\tJOB")
+		for _, m := range rep.Machines {
+			beat := statusAge(now, m.Heartbeat) + " ago"
+			if !m.Stopped.IsZero() {
+				beat = "stopped " + statusAge(now, m.Stopped) + " ago"
+			}
+			job := m.JobKey
+			if job == "" || !m.Stopped.IsZero() {
+				job = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Class, beat, job)
 		}
-		fmt.Fprintln(w)
+		tw.Flush()
+	}
+	if rep.Machine != nil {
+		h := rep.Machine
+		fmt.Fprintf(w, "this machine: busy with pid %d (%s) for %s\n", h.PID, h.Command, statusAge(now, h.Started))
+	} else {
+		fmt.Fprintln(w, "this machine: idle")
 	}
 	if n := rep.LastNightly; n != nil {
 		fmt.Fprintf(w, "last nightly pass: %s at %s, %s, started %s ago\n", n.Branch, build.Short(n.Commit), n.Status, statusAge(now, n.Started))
@@ -185,18 +175,23 @@ func statusPrint(w io.Writer, rep statusReport, now time.Time) {
 		fmt.Fprintln(w, "queue: empty")
 		return
 	}
-	fmt.Fprintln(w, "\nqueue:")
+	if len(rep.Bisections) == 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "jobs (the last finished, then the queue):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tAGE\tTRIES\tPROGRESS / ERROR\tARGS")
+	fmt.Fprintln(tw, "ID\tKIND\tCLASS\tSTATE\tAGE\tTRIES\tMACHINE\tERROR\tARGS")
 	for _, j := range rep.Jobs {
-		note := j.Progress
-		if j.Error != "" {
-			note = j.Error
+		note := j.Error
+		if len(note) > 60 {
+			note = note[:57] + "..."
 		}
-		if len(note) > 70 {
-			note = note[:67] + "..."
+		machine := j.Machine
+		if machine == "" {
+			machine = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Kind, j.Status, statusAge(now, j.Created), j.Attempts, note, statusArgs(jobArgs(j)))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Class, j.State, statusAge(now, j.Created), j.Attempt,
+			machine, note, statusArgs(jobArgs(j)))
 	}
 	tw.Flush()
 }
@@ -225,7 +220,7 @@ func statusPrintBisections(w io.Writer, bs []statusBisection, now time.Time) {
 }
 
 // jobArgs are a queued job's request as the flags of its command.
-func jobArgs(j store.Job) []string {
+func jobArgs(j jobs.Job) []string {
 	r, err := jobRequest(j)
 	if err != nil {
 		return []string{"(" + err.Error() + ")"}

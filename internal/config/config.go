@@ -53,6 +53,9 @@ type Config struct {
 	Stats   Stats   `yaml:"stats"`
 	GitHub  GitHub  `yaml:"github"`
 	Nightly Nightly `yaml:"nightly"`
+	// Machine says who this machine is when several share the results
+	// database (pgbisect daemon).
+	Machine Machine `yaml:"machine"`
 
 	// File is the path the configuration was loaded from ("" for defaults).
 	File string `yaml:"-"`
@@ -127,6 +130,23 @@ type Nightly struct {
 	// Scenarios are the scenario files of the nightly suite, relative to
 	// the config file. Default: [scenarios/copy-single.yaml].
 	Scenarios []string `yaml:"scenarios"`
+}
+
+// Machine names a daemon's machine and its class (docs/scale.md).
+type Machine struct {
+	// Name is the machine's name in the queue and on its samples.
+	// Default: the host name, lowercased, other characters as '-'.
+	Name string `yaml:"name"`
+	// Class is the machine class whose jobs it takes, such as
+	// bench-2core. Default: default.
+	Class string `yaml:"class"`
+	// LeaseTTL is how long a running job's lease lasts unless renewed: a
+	// dead machine's job moves to another within about 4/3 of it.
+	// Default: 2m.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// NightlyClasses are the classes that run the nightly pass; every
+	// daemon should list all of them. Default: [Class].
+	NightlyClasses []string `yaml:"nightly_classes"`
 }
 
 // Default returns the configuration used when no file is given.

@@ -14,8 +14,33 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// LockFile is the name of the machine lock in the state directory.
+// LockFile is the name of the machine lock in the state directory, where
+// it is with PGBISECT_MACHINE_LOCK=state.
 const LockFile = "lock"
+
+// DefaultMachineLock is the machine lock: one per machine, so two state
+// directories on one host (two daemons, a daemon and a person's 'pgbisect
+// compare') never benchmark at the same time.
+const DefaultMachineLock = "/run/lock/pgbisect-machine.lock"
+
+// MachineLockEnv moves the machine lock: a path, or "state" for a lock per
+// state directory (tests that run many state directories at once).
+const MachineLockEnv = "PGBISECT_MACHINE_LOCK"
+
+// MachineLockPath is the path of the machine lock for stateDir.
+func MachineLockPath(stateDir string) string {
+	switch v := os.Getenv(MachineLockEnv); v {
+	case "":
+		if err := os.MkdirAll(filepath.Dir(DefaultMachineLock), 0o755); err != nil {
+			return filepath.Join(os.TempDir(), filepath.Base(DefaultMachineLock))
+		}
+		return DefaultMachineLock
+	case "state":
+		return filepath.Join(stateDir, LockFile)
+	default:
+		return v
+	}
+}
 
 // Holder describes the process holding a lock; it is written into the lock
 // file so that whoever finds the machine busy can say who is using it.
@@ -60,7 +85,7 @@ type hold struct {
 	f *flock.Flock
 }
 
-// LockMachine takes the machine lock (stateDir/lock) that keeps benchmarks
+// LockMachine takes the machine lock (MachineLockPath) that keeps benchmarks
 // from overlapping: the daemon holds it while it runs a job, and `pgbisect
 // run`, `compare` and `bisect` hold it while they build and measure. With
 // wait it waits until the lock is free or ctx is done; without, it returns
@@ -72,7 +97,7 @@ type hold struct {
 // in one process share it. It is an flock(2) lock, so it is released when
 // the process dies, however it dies.
 func LockMachine(ctx context.Context, stateDir string, wait bool) (unlock func(), err error) {
-	return lockFile(ctx, filepath.Join(stateDir, LockFile), wait, true)
+	return lockFile(ctx, MachineLockPath(stateDir), wait, true)
 }
 
 // lockFile takes the flock at path. With nested, a second hold by this
@@ -160,7 +185,7 @@ func ReadHolder(path string) Holder {
 // MachineHolder reports who holds the machine lock of stateDir, and false
 // when nobody does.
 func MachineHolder(stateDir string) (Holder, bool, error) {
-	return holderOf(filepath.Join(stateDir, LockFile))
+	return holderOf(MachineLockPath(stateDir))
 }
 
 func holderOf(path string) (Holder, bool, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,12 @@ import (
 // TestMain lets the test binary act as a second pgbisect process: the
 // machine lock is an flock, which only another process can contend for.
 func TestMain(m *testing.M) {
+	// Tests run many state directories at once: a machine lock for each.
+	os.Setenv(MachineLockEnv, "state")
 	switch os.Getenv("PGBISECT_NIGHTLY_HELPER") {
 	case "lock":
 		holdLock(os.Getenv("PGBISECT_STATE"))
 		return
-	case "daemon":
-		os.Exit(daemonChild())
 	}
 	storetest.Main(m)
 }
@@ -159,5 +160,23 @@ func TestLockMachineWaitCancelled(t *testing.T) {
 	cancel()
 	if _, err := LockMachine(ctx, dir, true); !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiting with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// TestMachineLockPerMachine: without PGBISECT_MACHINE_LOCK=state, two
+// state directories share the one machine lock.
+func TestMachineLockPerMachine(t *testing.T) {
+	t.Setenv(MachineLockEnv, filepath.Join(t.TempDir(), "machine.lock"))
+	a, b := t.TempDir(), t.TempDir()
+	if MachineLockPath(a) != MachineLockPath(b) {
+		t.Fatalf("two state directories, two locks: %s, %s", MachineLockPath(a), MachineLockPath(b))
+	}
+	t.Setenv(MachineLockEnv, "")
+	if got := MachineLockPath(a); got != DefaultMachineLock && got != filepath.Join(os.TempDir(), "pgbisect-machine.lock") {
+		t.Errorf("default machine lock %s", got)
+	}
+	t.Setenv(MachineLockEnv, "state")
+	if MachineLockPath(a) == MachineLockPath(b) {
+		t.Error("PGBISECT_MACHINE_LOCK=state: one lock for two state directories")
 	}
 }

@@ -136,13 +136,13 @@ func TestBrowserPages(t *testing.T) {
 
 	b.do(t, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("#machines")))
 	text := value(t, b, chromedp.Text(css("main")))
-	for _, w := range []string{f.Host, f.FindingID, f.BisectionID, "bisect: 3 of ~9 commits measured"} {
+	for _, w := range []string{f.Host, f.FindingID, f.BisectionID, "on worker-browser (web-browser)"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("overview: no %q in\n%s", w, text)
 		}
 	}
 	// The running job's progress arrives live from its event stream.
-	if _, err := st.AppendEvent(context.Background(), itoa(f.Running), "sample",
+	if _, err := st.AppendEvent(context.Background(), f.RunningEvents, "sample",
 		[]byte(`{"message": "sample 4 of 10 of 0a07fc4012"}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -31,6 +34,8 @@ type fixture struct {
 	BisectionID                     string
 	Culprit                         string // the bisection's true culprit
 	Running, Queued                 int64
+	// RunningEvents names the running job's event stream.
+	RunningEvents string
 }
 
 const fixtureNights = 16
@@ -120,18 +125,31 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 		t.Fatal(err)
 	}
 
-	if f.Running, err = st.Enqueue(ctx, "bisect-"+name, json.RawMessage(`{"good": "v1", "bad": "v2"}`)); err != nil {
+	// Jobs of a class of their own, which no daemon of these tests takes;
+	// the first is made running as a worker would.
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Claim(ctx, "worker-"+name, "bisect-"+name); err != nil {
+	class := "web-" + strings.ToLower(name)
+	running, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy.yaml", Good: "v1", Bad: "v2"}, class)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetProgress(ctx, f.Running, "bisect: 3 of ~9 commits measured"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY[$2] WHERE id = $1",
+		running.ID, "worker-"+strings.ToLower(name)); err != nil {
 		t.Fatal(err)
 	}
-	if f.Queued, err = st.Enqueue(ctx, "bisect-"+name, json.RawMessage(`{"good": "v2", "bad": "v3"}`)); err != nil {
+	var c jobs.Common
+	if err := json.Unmarshal(running.EncodedArgs, &c); err != nil {
 		t.Fatal(err)
 	}
+	f.Running, f.RunningEvents = running.ID, jobs.EventsOf(c.Key)
+	queued, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy.yaml", Good: "v2", Bad: "v3"}, class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Queued = queued.ID
 
 	b := newSimBisection(t, st, name, 0)
 	if err := b.run(context.Background()); err != nil {

@@ -23,7 +23,7 @@ func newCollector(st Counter, log *slog.Logger) *collector {
 	}
 	return &collector{st: st, log: log,
 		up:          d("store_up", "1 when the results store answered this scrape, 0 when it did not."),
-		jobs:        d("jobs", "Queue jobs by status.", "status"),
+		jobs:        d("jobs", "Queue jobs by River state.", "status"),
 		queue:       d("queue_depth", "Queue jobs waiting to run."),
 		builds:      d("builds", "Builds recorded, by status.", "status"),
 		samples:     d("samples", "Samples recorded."),
@@ -55,7 +55,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range []string{"queued", "running", "done", "failed"} {
 		g(c.jobs, float64(n.Jobs[st]), st)
 	}
-	g(c.queue, float64(n.Jobs["queued"]))
+	g(c.queue, float64(n.Jobs["available"]+n.Jobs["scheduled"]+n.Jobs["retryable"]+n.Jobs["pending"]))
 	for st, v := range n.Builds {
 		g(c.builds, float64(v), st)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -24,7 +25,7 @@ type machine struct {
 // machineOf summarises an environment. Its JSON belongs to package bench;
 // only a few well-known keys are looked at, and an unknown shape still
 // lists the machine.
-func machineOf(m store.Machine) machine {
+func machineOf(m store.EnvironmentUse) machine {
 	var info map[string]any
 	json.Unmarshal(m.Info, &info) //nolint:errcheck // an unknown shape shows as the id
 	out := machine{ID: m.EnvironmentID, Name: fmt.Sprintf("environment %d", m.EnvironmentID), Samples: m.Samples, Last: m.Last}
@@ -46,13 +47,13 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var d struct {
 		Machines   []machine
-		Running    []store.Job
-		Queue      []store.Job
+		Running    []jobs.Job
+		Queue      []jobs.Job
 		Bisections []store.BisectionInfo
 		Findings   []store.Finding
 		Nights     []store.NightlyRun
 	}
-	ms, err := s.st.Machines(ctx)
+	ms, err := s.st.EnvironmentsUsed(ctx)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
@@ -60,16 +61,19 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	for _, m := range ms {
 		d.Machines = append(d.Machines, machineOf(m))
 	}
-	jobs, err := s.st.Jobs(ctx, store.JobRunning, store.JobQueued)
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	for _, j := range jobs {
-		if j.Status == store.JobRunning {
-			d.Running = append(d.Running, j)
-		} else {
-			d.Queue = append(d.Queue, j)
+	if s.cfg.Jobs != nil {
+		js, err := s.cfg.Jobs.Jobs(ctx, 0)
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+		for _, j := range js {
+			switch j.State {
+			case "running":
+				d.Running = append(d.Running, j)
+			case "available", "scheduled", "retryable", "pending":
+				d.Queue = append(d.Queue, j)
+			}
 		}
 	}
 	if d.Bisections, err = s.st.Bisections(ctx); err != nil {

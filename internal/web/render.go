@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -95,6 +96,7 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
+		"eventsOf": jobs.EventsOf,
 		"ago": func(t time.Time) string {
 			if t.IsZero() {
 				return "–"

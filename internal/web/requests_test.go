@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -19,13 +20,33 @@ import (
 func TestRequests(t *testing.T) {
 	st := storetest.Store(t)
 	const token = "s3cret-token"
-	kind := "bisect-" + t.Name()
+	const class = "web-requests" // no daemon of these tests takes its jobs
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	enqueue := func(ctx context.Context, r Request) (int64, error) {
 		if strings.HasSuffix(r.Scenario, "missing.yaml") {
 			return 0, fmt.Errorf("%w: scenario %s: no such file", ErrInvalid, r.Scenario)
 		}
-		data, _ := json.Marshal(r)
-		return st.Enqueue(ctx, kind, data)
+		row, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point}, class)
+		if err != nil {
+			return 0, err
+		}
+		return row.ID, nil
+	}
+	classJobs := func() []jobs.Job {
+		all, err := queue.Jobs(context.Background(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []jobs.Job
+		for _, j := range all {
+			if j.Class == class {
+				out = append(out, j)
+			}
+		}
+		return out
 	}
 	srv, err := New(st, Config{Token: token, Enqueue: enqueue})
 	if err != nil {
@@ -33,19 +54,7 @@ func TestRequests(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	queued := func() int {
-		jobs, err := st.Jobs(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, j := range jobs {
-			if j.Kind == kind {
-				n++
-			}
-		}
-		return n
-	}
+	queued := func() int { return len(classJobs()) }
 	good := `{"kind": "bisect", "scenario": "configs/scenarios/copy-single.yaml", "good": "REL_15_0", "bad": "REL_16_0"}`
 	for _, tc := range []struct {
 		name, auth, body string
@@ -103,9 +112,12 @@ func TestRequests(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 201 || out.Kind != "bisect" {
 		t.Fatalf("%d %+v %v", resp.StatusCode, out, err)
 	}
-	j, err := st.Job(context.Background(), out.ID)
-	if err != nil || j.Kind != kind || j.Status != store.JobQueued || !strings.Contains(string(j.Args), "REL_16_0") {
-		t.Fatalf("job %d: %+v %v", out.ID, j, err)
+	got := classJobs()
+	if len(got) != 1 || got[0].ID != out.ID || got[0].Kind != "bisect" || got[0].State != "available" || !strings.Contains(string(got[0].Args), "REL_16_0") {
+		t.Fatalf("job %d: %+v", out.ID, got)
+	}
+	if _, err := queue.Cancel(context.Background(), out.ID); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -30,13 +30,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
 // Results are the reads the pages make; *store.Store has them.
 type Results interface {
-	Jobs(ctx context.Context, statuses ...string) ([]store.Job, error)
-	Machines(ctx context.Context) ([]store.Machine, error)
+	EnvironmentsUsed(ctx context.Context) ([]store.EnvironmentUse, error)
 	NightlyRuns(ctx context.Context, limit int) ([]store.NightlyRun, error)
 	NightlyRun(ctx context.Context, id int64) (store.NightlyRun, error)
 	SeriesKeys(ctx context.Context, branch string) ([]store.SeriesKey, error)
@@ -58,6 +58,11 @@ type Events interface {
 // Counter gives the totals /metrics reports; *store.Store has it.
 type Counter interface {
 	Counts(ctx context.Context) (store.Counts, error)
+}
+
+// JobLister lists the jobs not finished and the last finished ones.
+type JobLister interface {
+	Jobs(ctx context.Context, recent int) ([]jobs.Job, error)
 }
 
 // Store is everything the dashboard reads.
@@ -84,6 +89,10 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Log gets request errors; nil discards them.
 	Log *slog.Logger
+
+	// Jobs lists the queue's jobs (internal/jobs' Queue); nil shows no
+	// running job or queue.
+	Jobs JobLister
 
 	// Token authenticates the write API (POST /api/requests) as a bearer
 	// token. Empty disables writes. It is never logged.

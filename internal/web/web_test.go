@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -21,7 +22,11 @@ import (
 func newTestServer(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
 	st := storetest.Store(t)
-	srv, err := New(st, Config{})
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(st, Config{Jobs: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +62,8 @@ func TestPages(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/", []string{f.Host, "Test CPU", f.FindingID, f.BisectionID, "bisect: 3 of ~9 commits measured",
-			`data-job="` + itoa(f.Running) + `"`, "v3", "-15.0%", short(step.Commit)}},
+		{"/", []string{f.Host, "Test CPU", f.FindingID, f.BisectionID, "waiting for progress",
+			`data-job="` + f.RunningEvents + `"`, "v3", "-15.0%", short(step.Commit)}},
 		{"/series", []string{f.Scenario, "scenario=" + f.Scenario}},
 		{seriesPath(f), []string{`id="series-data"`, step.Commit, `"change_points":[{"index":10`, f.FindingID,
 			`"culprits":[{"index":10`}},

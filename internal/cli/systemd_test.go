@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSystemdUnitVerifies runs systemd-analyze verify on the shipped unit,
+// with ExecStart pointing at an executable that exists here (verify checks
+// that), and checks that stopping sends SIGTERM to pgbisect alone.
+func TestSystemdUnitVerifies(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("systemd-analyze is missing: run scripts/setup-debian.sh")
+		}
+		t.Skip("systemd-analyze is missing")
+	}
+	data, err := os.ReadFile("../../configs/pgbisect-daemon.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(data)
+	for _, want := range []string{"KillSignal=SIGTERM", "KillMode=mixed", "ExecStart=/usr/local/bin/pgbisect daemon "} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("the unit lacks %q", want)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit = strings.Replace(unit, "ExecStart=/usr/local/bin/pgbisect", "ExecStart="+exe, 1)
+	path := filepath.Join(t.TempDir(), "pgbisect-daemon.service")
+	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "pgbisect-daemon.service") {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
