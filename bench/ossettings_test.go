@@ -295,8 +295,8 @@ metrics:
 	}
 	targets := []Target{{Name: "A", BinDir: bin}, {Name: "B", BinDir: bin}}
 	th := stats.DefaultThresholds
-	th.MinEffect = 0.10 // a 0.1 s query on a shared 2-core machine
-	th.StartSamples, th.Batch, th.MaxSamples = 10, 10, 60
+	th.MinEffect = 0.15 // a 0.1 s query on a shared 2-core machine, 10-20% run-to-run noise
+	th.StartSamples, th.Batch, th.MaxSamples = 10, 10, 80
 	samples := map[string][]Sample{}
 	values := func(name string) []float64 {
 		var v []float64
@@ -306,7 +306,7 @@ metrics:
 		return v
 	}
 	var c stats.Comparison
-	for n := 10; n <= 60; n += 10 {
+	for n := 10; n <= 80; n += 10 {
 		err := Interleave(ctx, r, sc, targets, Point{}, InterleaveOrder(2, 10), func(s Sample) error {
 			samples[s.Target] = append(samples[s.Target], s)
 			return nil
