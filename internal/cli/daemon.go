@@ -32,6 +32,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 	schedule := fs.String("schedule", "", "cron spec overriding nightly.schedule, e.g. \"@every 6h\" or \"CRON_TZ=Europe/Berlin 0 2 * * *\"")
 	noNightly := fs.Bool("no-nightly", false, "take queued requests only; schedule no nightly pass")
 	noPost := fs.Bool("no-post", false, "record findings but post nothing (post jobs are left to other daemons)")
+	serveAddr := fs.String("serve", "", "also serve the web dashboard on `HOST:PORT` (e.g. 127.0.0.1:8080; see 'pgbisect serve')")
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -102,6 +103,17 @@ func daemonRun(ctx context.Context, env *Env) error {
 	nightlyNote := fmt.Sprintf("schedule %q (%s)", spec, cfg.Nightly.TimeZone)
 	if *noNightly {
 		nightlyNote = "no nightly pass"
+	}
+	if *serveAddr != "" {
+		serve, err := dashboard(ctx, env, st, *serveAddr, "", d.Class())
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := serve(); err != nil {
+				env.Log.Error("the dashboard stopped", slog.String("err", err.Error()))
+			}
+		}()
 	}
 	fmt.Fprintf(env.Stderr, "pgbisect daemon: machine %s, class %s, state %s, %s, jobs in %s; stop with SIGTERM, SIGHUP or Ctrl-C\n",
 		d.Machine(), d.Class(), cfg.StateDir, nightlyNote, a.StoreName())

@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +62,7 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 	var dout syncBuf
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--machine", "test-machine"}, &dout, &dout)
+		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--machine", "test-machine", "--serve", "127.0.0.1:0"}, &dout, &dout)
 	}()
 
 	st, err := store.Open(context.Background(), store.Config{StateDir: state, RunAs: "pgbisect"})
@@ -101,6 +104,20 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 	ms, err := st.Machines(context.Background())
 	if err != nil || len(ms) != 1 || ms[0].Name != "test-machine" || ms[0].Class != "default" {
 		t.Errorf("machines: %+v %v", ms, err)
+	}
+	// The dashboard it serves beside its jobs (--serve) answers.
+	m := regexp.MustCompile(`dashboard on (http://[^ ]+/)`).FindStringSubmatch(dout.String())
+	if m == nil {
+		t.Fatalf("the daemon does not say where its dashboard is:\n%s", dout.String())
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "pgbisect") {
+		t.Errorf("dashboard %s: %d\n%s", m[1], resp.StatusCode, page)
 	}
 	cancel()
 	if code := <-done; code != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/web"
+	"github.com/pgbisect/pgbisect/store"
 )
 
 func init() {
@@ -42,27 +43,39 @@ func serveRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	queue, err := jobs.NewQueue(st)
+	serve, err := dashboard(ctx, env, st, *addr, *commitURL, cfg.Machine.Class)
 	if err != nil {
 		return err
 	}
-	wc := web.Config{Addr: *addr, CommitURL: *commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue}
+	return serve()
+}
+
+// dashboard listens on addr and returns the function that serves the
+// dashboard over st until ctx ends ('pgbisect serve', and 'pgbisect daemon
+// --serve' beside its jobs). Requests posted with the web token are
+// queued for class.
+func dashboard(ctx context.Context, env *Env, st *store.Store, addr, commitURL, class string) (func() error, error) {
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		return nil, err
+	}
+	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue}
 	if wc.Token != "" {
 		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
-			return serveEnqueue(ctx, queue, cfg.Machine.Class, r)
+			return serveEnqueue(ctx, queue, class, r)
 		}
 	}
 	srv, err := web.New(st, wc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ln, err := srv.Listen()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env.Log.Info("serving the dashboard", slog.String("url", "http://"+ln.Addr().String()+"/"))
 	fmt.Fprintf(env.Stderr, "pgbisect: dashboard on http://%s/ (Ctrl-C stops it)\n", ln.Addr())
-	return srv.Serve(ctx, ln)
+	return func() error { return srv.Serve(ctx, ln) }, nil
 }
 
 // webTokenEnv holds the bearer token of the dashboard's write API; unset,
