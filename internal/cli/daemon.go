@@ -104,8 +104,22 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if *noNightly {
 		nightlyNote = "no nightly pass"
 	}
+	if cfg.GitHub.Poll > 0 {
+		disp, err := newDispatcher(cfg, st, queue, d.Class(), env.Log)
+		if err != nil {
+			return err
+		}
+		if disp == nil {
+			return usageError("github.poll is set but github.repo or GITHUB_TOKEN is not: reading commands from comments needs both")
+		}
+		go pollComments(ctx, disp, cfg.GitHub.Poll, env.Log)
+	}
 	if *serveAddr != "" {
-		serve, err := dashboard(ctx, env, st, *serveAddr, "", d.Class())
+		hook, err := webhook(cfg, st, d.Class(), env)
+		if err != nil {
+			return err
+		}
+		serve, err := dashboard(ctx, env, st, *serveAddr, "", d.Class(), hook)
 		if err != nil {
 			return err
 		}

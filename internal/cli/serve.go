@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/web"
 	"github.com/pgbisect/pgbisect/store"
@@ -43,7 +45,11 @@ func serveRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	serve, err := dashboard(ctx, env, st, *addr, *commitURL, cfg.Machine.Class)
+	hook, err := webhook(cfg, st, cfg.Machine.Class, env)
+	if err != nil {
+		return err
+	}
+	serve, err := dashboard(ctx, env, st, *addr, *commitURL, cfg.Machine.Class, hook)
 	if err != nil {
 		return err
 	}
@@ -54,12 +60,12 @@ func serveRun(ctx context.Context, env *Env) error {
 // dashboard over st until ctx ends ('pgbisect serve', and 'pgbisect daemon
 // --serve' beside its jobs). Requests posted with the web token are
 // queued for class.
-func dashboard(ctx context.Context, env *Env, st *store.Store, addr, commitURL, class string) (func() error, error) {
+func dashboard(ctx context.Context, env *Env, st *store.Store, addr, commitURL, class string, hook http.Handler) (func() error, error) {
 	queue, err := jobs.NewQueue(st)
 	if err != nil {
 		return nil, err
 	}
-	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue}
+	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue, Webhook: hook}
 	if wc.Token != "" {
 		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
 			return serveEnqueue(ctx, queue, class, r)
@@ -102,4 +108,26 @@ func serveEnqueue(ctx context.Context, queue *jobs.Queue, class string, r web.Re
 		return 0, err
 	}
 	return job.ID, nil
+}
+
+// webhook is the handler of GitHub's issue_comment deliveries when
+// PGBISECT_WEBHOOK_SECRET is set (nil otherwise): it needs the repository
+// and GITHUB_TOKEN configured, to check who asks and to answer.
+func webhook(cfg *config.Config, st *store.Store, class string, env *Env) (http.Handler, error) {
+	secret := os.Getenv(webhookSecretEnv)
+	if secret == "" {
+		return nil, nil
+	}
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDispatcher(cfg, st, queue, class, env.Log)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%s is set but github.repo or GITHUB_TOKEN is not: the webhook needs both to check who asks and to answer", webhookSecretEnv)
+	}
+	return d.Webhook([]byte(secret)), nil
 }

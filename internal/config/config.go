@@ -119,6 +119,21 @@ type GitHub struct {
 	// served over HTTP, so issue bodies can show the plots. Default: empty
 	// (issue bodies name the plot files instead of showing them).
 	ReportURL string `yaml:"report_url"`
+	// Poll is how often 'pgbisect daemon' reads the repository's comments
+	// for commands addressed to the bot (@pgbisect bisect ...). Default:
+	// 0, no polling (a webhook on 'pgbisect serve' can deliver them).
+	Poll time.Duration `yaml:"poll"`
+	// Handle addresses the bot in comments. Default: @pgbisect.
+	Handle string `yaml:"handle"`
+	// Allow lists GitHub users who may start jobs without write permission
+	// on the repository. Default: none.
+	Allow []string `yaml:"allow"`
+	// RateLimit is how many jobs one user may start from comments per
+	// day. Default: 10.
+	RateLimit int `yaml:"rate_limit"`
+	// DashboardURL is where 'pgbisect serve' is reachable, for the links
+	// in the bot's answers. Default: none.
+	DashboardURL string `yaml:"dashboard_url"`
 }
 
 // Nightly configures the nightly pass and the daemon.
@@ -248,7 +263,7 @@ func Load(data []byte, name string) (*Config, error) {
 var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db_run_as", "db", "build", "bench", "stats", "github", "nightly",
 	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
 	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
-	"api_url", "labels", "report_url", "schedule", "time_zone", "scenarios"}
+	"api_url", "labels", "report_url", "poll", "handle", "allow", "rate_limit", "dashboard_url", "schedule", "time_zone", "scenarios"}
 
 func (c *Config) validate() error {
 	if c.DBRunAs == c.RunAs {

@@ -57,6 +57,20 @@ func Args(r app.Request, class string) (river.JobArgs, error) {
 	return nil, fmt.Errorf("a %s request cannot be queued: the daemon runs bisect, compare, nightly and deliver", r.Kind())
 }
 
+// EnqueueTx queues request r for a machine of class in tx, so that the job
+// exists exactly when what tx records does (a GitHub comment acted on).
+func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class string) (*rivertype.JobRow, error) {
+	args, err := Args(r, class)
+	if err != nil {
+		return nil, err
+	}
+	res, err := q.client.InsertTx(ctx, tx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+	if err != nil {
+		return nil, fmt.Errorf("queueing a %s job: %w", r.Kind(), err)
+	}
+	return res.Job, nil
+}
+
 // Enqueue queues request r for a machine of class and returns the job.
 func (q *Queue) Enqueue(ctx context.Context, r app.Request, class string) (*rivertype.JobRow, error) {
 	args, err := Args(r, class)

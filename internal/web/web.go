@@ -93,6 +93,9 @@ type Config struct {
 	// Jobs lists the queue's jobs (internal/jobs' Queue); nil shows no
 	// running job or queue.
 	Jobs JobLister
+	// Webhook, when set, takes GitHub's issue_comment deliveries at POST
+	// /github/webhook (it checks their signature itself).
+	Webhook http.Handler
 
 	// Token authenticates the write API (POST /api/requests) as a bearer
 	// token. Empty disables writes. It is never logged.
@@ -172,6 +175,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /events/{job}", s.events)
 	// Browsers' cross-site POSTs are refused before authentication.
 	s.mux.Handle("POST /api/requests", http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.requests)))
+	if s.cfg.Webhook != nil {
+		s.mux.Handle("POST /github/webhook", s.cfg.Webhook)
+	}
 	s.mux.HandleFunc("GET /findings/{id}", s.finding)
 	s.mux.HandleFunc("GET /findings/{id}/plots/{file}", s.findingPlot)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,235 @@
+package cli
+
+// Requests from GitHub comments (issue 15): the wiring only. notify reads
+// the comments and answers, internal/intake acts on each command once,
+// this file parses commands with the command line's own flags and queues
+// their jobs on River in the transaction that records the comment.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/intake"
+	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/notify"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// webhookSecretEnv holds the secret GitHub signs webhook deliveries with.
+const webhookSecretEnv = "PGBISECT_WEBHOOK_SECRET"
+
+// intakeCommands are the commands the bot takes in comments.
+var intakeCommands = []string{"bisect", "compare", "status", "cancel"}
+
+// newDispatcher returns the dispatcher of the configured repository's
+// comments, queueing jobs for class, or nil when GitHub is not configured
+// (no repository or no token).
+func newDispatcher(cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, log *slog.Logger) (*intake.Dispatcher, error) {
+	gh := cfg.GitHub.Options()
+	if gh.Repo == "" || gh.Token == "" {
+		return nil, nil
+	}
+	in, err := notify.NewIntake(notify.IntakeOptions{GitHubOptions: gh, Handle: cfg.GitHub.Handle, Allow: cfg.GitHub.Allow, Cache: st})
+	if err != nil {
+		return nil, err
+	}
+	return intake.New(intake.Options{
+		Intake: in, Store: st, Parse: intakeParser(cfg), DashboardURL: cfg.GitHub.DashboardURL,
+		RateLimit: cfg.GitHub.RateLimit, Log: log,
+		Queue: func(ctx context.Context, tx pgx.Tx, req intake.Request, by string) (string, error) {
+			r, _, err := app.DecodeRequest(req.Kind, req.Body)
+			if err != nil {
+				return "", err
+			}
+			if b, ok := r.(app.BisectRequest); ok {
+				b.Requester = "github:" + by
+				r = b
+			}
+			row, err := queue.EnqueueTx(ctx, tx, r, class)
+			if err != nil {
+				return "", err
+			}
+			return strconv.FormatInt(row.ID, 10), nil
+		},
+		Answer: func(ctx context.Context, req intake.Request, by string) (string, error) {
+			return intakeAnswer(ctx, queue, req)
+		},
+	})
+}
+
+// intakeAnswer runs status and cancel.
+func intakeAnswer(ctx context.Context, queue *jobs.Queue, req intake.Request) (string, error) {
+	if req.Kind == "cancel" {
+		var id int64
+		if err := json.Unmarshal(req.Body, &id); err != nil {
+			return "", err
+		}
+		row, err := queue.Cancel(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("job %d (%s) is %s.", row.ID, row.Kind, row.State), nil
+	}
+	js, err := queue.Jobs(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	var running, queued []string
+	for _, j := range js {
+		line := fmt.Sprintf("job %d %s (%s)", j.ID, j.Kind, j.Class)
+		if j.State == "running" {
+			running = append(running, line+" on "+j.Machine+", started "+j.Started.UTC().Format(time.RFC3339))
+		} else {
+			queued = append(queued, line+", "+j.State)
+		}
+	}
+	if len(js) == 0 {
+		return "nothing is running or queued.", nil
+	}
+	out := fmt.Sprintf("%d running, %d queued:", len(running), len(queued))
+	for _, l := range append(running, queued...) {
+		out += "\n- " + l
+	}
+	return out, nil
+}
+
+// intakeParser parses a comment's command with the flags of the command
+// line: "bisect SCENARIO --good A --bad B [bisect flags]", "compare
+// SCENARIO A B [--point P] [--min-effect X] [--max-samples N]", "status",
+// "cancel ID". A scenario is a name from the config's scenario directory
+// (copy-single) or a path.
+func intakeParser(cfg *config.Config) func(args []string) (intake.Request, error) {
+	return func(args []string) (intake.Request, error) {
+		if len(args) == 0 {
+			return intake.Request{}, errors.New("there is no command after the handle: try `bisect SCENARIO --good REV --bad REV`, `compare SCENARIO A B`, `status` or `cancel ID`")
+		}
+		cmd, rest := args[0], args[1:]
+		switch cmd {
+		case "status":
+			return intake.Request{Kind: "status", AnswerOnly: true}, nil
+		case "cancel":
+			if len(rest) != 1 {
+				return intake.Request{}, errors.New("`cancel` takes one job ID, as `status` lists them")
+			}
+			id, err := strconv.ParseInt(rest[0], 10, 64)
+			if err != nil {
+				return intake.Request{}, fmt.Errorf("job ID %q is not a number: `cancel` takes the ID `status` lists", rest[0])
+			}
+			body, _ := json.Marshal(id)
+			return intake.Request{Kind: "cancel", Body: body, AnswerOnly: true}, nil
+		case "bisect":
+			if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+				sc, err := intakeScenario(cfg, rest[0])
+				if err != nil {
+					return intake.Request{}, err
+				}
+				rest = append([]string{"-s", sc}, rest[1:]...)
+			}
+			req, _, err := requestParse(&Env{Args: rest, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				return intake.Request{}, fmt.Errorf("bisect: %s", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+			}
+			return intakeRequest(req, "bisect "+strings.Join(req.Args(), " "))
+		case "compare":
+			fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			point := fs.String("point", "", "")
+			minEffect := fs.Float64("min-effect", 0, "")
+			maxSamples := fs.Int("max-samples", 0, "")
+			var pos []string
+			for len(rest) > 0 {
+				if err := fs.Parse(rest); err != nil {
+					return intake.Request{}, fmt.Errorf("compare: %v (it takes --point, --min-effect and --max-samples)", err)
+				}
+				if fs.NArg() == 0 {
+					break
+				}
+				pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+			}
+			if len(pos) != 3 {
+				return intake.Request{}, errors.New("compare takes a scenario and two revisions: `compare SCENARIO A B`")
+			}
+			sc, err := intakeScenario(cfg, pos[0])
+			if err != nil {
+				return intake.Request{}, err
+			}
+			req := app.CompareRequest{Scenario: sc, A: pos[1], B: pos[2], Point: *point, MinEffect: *minEffect, MaxSamples: *maxSamples}
+			return intakeRequest(req, fmt.Sprintf("compare %s %s %s", filepath.Base(sc), pos[1], pos[2]))
+		}
+		hint := ""
+		if c := strictyaml.Closest(cmd, intakeCommands); c != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", c)
+		}
+		return intake.Request{}, fmt.Errorf("unknown command %q%s: the bot takes %s", cmd, hint, strings.Join(intakeCommands, ", "))
+	}
+}
+
+func intakeRequest(r app.Request, summary string) (intake.Request, error) {
+	kind, body, err := app.Encode(r)
+	if err != nil {
+		return intake.Request{}, err
+	}
+	return intake.Request{Kind: kind, Body: body, Summary: summary}, nil
+}
+
+// intakeScenario resolves a scenario name ("copy-single") in the config's
+// scenarios directory, with a hint for a likely typo.
+func intakeScenario(cfg *config.Config, name string) (string, error) {
+	dir := filepath.Dir(cfg.ScenarioPath("scenarios/x.yaml"))
+	if cfg.File == "" {
+		dir = "configs/scenarios"
+	}
+	if strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("scenario %q: give the name of one of the bot's scenarios, not a path", name)
+	}
+	path := filepath.Join(dir, strings.TrimSuffix(name, ".yaml")+".yaml")
+	if _, err := os.Stat(path); err == nil {
+		return filepath.Abs(path)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+		}
+	}
+	hint := ""
+	if c := strictyaml.Closest(name, names); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	return "", fmt.Errorf("unknown scenario %q%s: the bot has %s", name, hint, strings.Join(names, ", "))
+}
+
+// pollComments runs the dispatcher's poll every interval until ctx ends;
+// a failed poll is logged and tried again at the next tick.
+func pollComments(ctx context.Context, d *intake.Dispatcher, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := d.Poll(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("reading GitHub comments", slog.String("err", err.Error()))
+		} else if n > 0 {
+			log.Info("acted on GitHub comments", slog.Int("commands", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
