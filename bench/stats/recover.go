@@ -12,23 +12,27 @@ import (
 const RecoverBound = 0.5
 
 // Effect is a measured ratio B/A with its interval at a two-sided
-// confidence Level, as a Comparison or a report carries it.
+// confidence Level, as a Comparison or a report carries it, and Base, the
+// median of A (0 when unknown).
 type Effect struct {
 	Ratio, Lo, Hi float64
 	Level         float64
+	Base          float64
 }
 
-// EffectOf returns c's ratio and interval.
+// EffectOf returns c's ratio, interval and A's median.
 func EffectOf(c Comparison) Effect {
-	return Effect{Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Level: c.Confidence}
+	return Effect{Ratio: c.Ratio, Lo: c.Lo, Hi: c.Hi, Level: c.Confidence, Base: c.A.Median}
 }
 
 // Recovery is how much of a regression a revert undoes.
 type Recovery struct {
-	// Fraction is the share of the regression undone, on the log scale:
-	// log(BAD/reverted) / log(culprit/parent). 1 undoes all of it, 0
-	// nothing, above 1 more than the regression cost, below 0 makes it
-	// worse still.
+	// Fraction is the share of the regression undone, in the metric's
+	// own units when both bases are known: (BAD - reverted) / (culprit -
+	// parent), the time a revert takes off over the time the culprit
+	// added. Otherwise on the log scale: log(BAD/reverted) /
+	// log(culprit/parent). 1 undoes all of it, 0 nothing, above 1 more
+	// than the regression cost, below 0 makes it worse still.
 	Fraction float64 `json:"fraction"`
 	// Lo and Hi bound Fraction at Confidence; -Inf and +Inf when an input
 	// has no interval.
@@ -51,7 +55,19 @@ type Recovery struct {
 // below 1, and the fraction is the same for throughput with both
 // reversed.
 //
-// Method: the ratio of the two log ratios, a / b with a = -log(revert)
+// Scale: two culprits' costs usually add up (per-row work in COPY, per
+// digit in parsing), so a culprit's share of the bad build's time is
+// smaller than its share of its parent's. On the log scale the revert of
+// the first of two such culprits would seem to recover only part of its
+// regression (47% in the demo, whose second culprit costs more), on the
+// metric's own scale all of it. So when both Effects carry their Base
+// (EffectOf does), the fraction is taken in the metric's units:
+// f = B·(1 - e^-y) / (P·(e^x - 1)), x = log(regression), y =
+// -log(revert), P and B the two Bases (parent and BAD medians, taken as
+// known: the ratios' intervals carry the noise), with the delta method's
+// interval from the log ratios' standard errors.
+//
+// Log-scale method: the ratio of the two log ratios, a / b with a = -log(revert)
 // and b = log(regression). Each log ratio's standard error is read off
 // its interval as if it were normal (half its width over the normal
 // quantile of its level), and the fraction's interval is the delta
@@ -75,6 +91,13 @@ func Recovered(regression, revert Effect, confidence float64) Recovery {
 		return rec
 	}
 	rec.Fraction = a / b
+	abs := regression.Base > 0 && revert.Base > 0
+	k, eb := 0.0, math.Exp(b)
+	if abs {
+		// In the metric's units: f = k·(1 - e^-a)/(e^b - 1), k = B/P.
+		k = revert.Base / regression.Base
+		rec.Fraction = k * (1 - math.Exp(-a)) / (eb - 1)
+	}
 	seA, okA := logSE(revert)
 	seB, okB := logSE(regression)
 	if !okA || !okB {
@@ -87,6 +110,11 @@ func Recovered(regression, revert Effect, confidence float64) Recovery {
 	}
 	z := distuv.UnitNormal.Quantile(1 - (1-confidence)/2)
 	se := math.Sqrt(seA*seA+rec.Fraction*rec.Fraction*seB*seB) / math.Abs(b)
+	if abs {
+		dA := k * math.Exp(-a) / (eb - 1)
+		dB := -rec.Fraction * eb / (eb - 1)
+		se = math.Sqrt(dA*dA*seA*seA + dB*dB*seB*seB)
+	}
 	rec.Lo, rec.Hi = rec.Fraction-z*se, rec.Fraction+z*se
 	rec.Recovers = rec.Lo >= RecoverBound
 	if math.Abs(b)/seB < 3 {

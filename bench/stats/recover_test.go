@@ -136,3 +136,20 @@ func TestRecoveredPower(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveredAdditiveCulprits: two culprits whose costs add up (a
+// parent at 100, the first culprit +20, the second +60 more). Reverting
+// the first on top of BAD takes its 20 off again: all of its regression
+// in the metric's units, though only 65% on the log scale.
+func TestRecoveredAdditiveCulprits(t *testing.T) {
+	reg := Effect{Ratio: 120.0 / 100, Lo: 118.0 / 100, Hi: 122.0 / 100, Level: 0.95, Base: 100}
+	rev := Effect{Ratio: 160.0 / 180, Lo: 158.0 / 180, Hi: 162.0 / 180, Level: 0.95, Base: 180}
+	r := Recovered(reg, rev, 0.95)
+	if math.Abs(r.Fraction-1) > 1e-9 || !r.Recovers || r.Lo > 1 || r.Hi < 1 {
+		t.Errorf("additive culprits: %+v, want all of it recovered", r)
+	}
+	reg.Base, rev.Base = 0, 0
+	if r := Recovered(reg, rev, 0.95); math.Abs(r.Fraction-math.Log(180.0/160)/math.Log(1.2)) > 1e-9 {
+		t.Errorf("without bases (log scale): %v", r.Fraction)
+	}
+}
