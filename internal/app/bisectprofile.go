@@ -16,16 +16,10 @@ import (
 	"github.com/pgbisect/pgbisect/notify"
 )
 
-// bisectProfileRuns is the profiled runs each side of a confirmed culprit
+// DefaultProfileRuns is the profiled runs each side of a confirmed culprit
 // gets unless --profile-runs says otherwise: 5 a side lets the rank test
 // reach p = 0.008.
-const bisectProfileRuns = DefaultProfileRuns
-
-// DefaultProfileRuns is the profiled runs a side of a culprit gets by default.
 const DefaultProfileRuns = 5
-
-// bisectProfileTop is how many growers of each kind a report lists.
-const bisectProfileTop = ProfileTop
 
 // bisectProfileJob is what profiling the culprits of a finished bisection
 // needs; the bisection's own runner and builder are reused, so the builds
@@ -180,7 +174,7 @@ func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg stri
 	if err != nil {
 		return failed(err)
 	}
-	p := finding.FromProfile(j.Point.String(), pc.Diff.Summary(bisectProfileTop), fp)
+	p := finding.FromProfile(j.Point.String(), pc.Diff.Summary(ProfileTop), fp)
 	p.Warnings = append(warnings, p.Warnings...)
 	if pc.Diff.BaseRuns > 0 && pc.Diff.CulpritRuns > 0 {
 		title := fmt.Sprintf("%s: %s against its parent %s", j.Scenario.Name, targets[1].Name, targets[0].Name)

@@ -115,11 +115,11 @@ func daemonRun(ctx context.Context, env *Env) error {
 		go pollComments(ctx, disp, cfg.GitHub.Poll, env.Log)
 	}
 	if *serveAddr != "" {
-		hook, err := webhook(cfg, st, d.Class(), env)
+		hook, err := webhook(cfg, st, queue, d.Class(), env)
 		if err != nil {
 			return err
 		}
-		serve, err := dashboard(ctx, env, st, *serveAddr, "", d.Class(), hook)
+		serve, err := dashboard(ctx, env, st, queue, *serveAddr, "", d.Class(), hook)
 		if err != nil {
 			return err
 		}

@@ -45,11 +45,15 @@ func serveRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer done()
-	hook, err := webhook(cfg, st, cfg.Machine.Class, env)
+	queue, err := jobs.NewQueue(st)
 	if err != nil {
 		return err
 	}
-	serve, err := dashboard(ctx, env, st, *addr, *commitURL, cfg.Machine.Class, hook)
+	hook, err := webhook(cfg, st, queue, cfg.Machine.Class, env)
+	if err != nil {
+		return err
+	}
+	serve, err := dashboard(ctx, env, st, queue, *addr, *commitURL, cfg.Machine.Class, hook)
 	if err != nil {
 		return err
 	}
@@ -60,11 +64,7 @@ func serveRun(ctx context.Context, env *Env) error {
 // dashboard over st until ctx ends ('pgbisect serve', and 'pgbisect daemon
 // --serve' beside its jobs). Requests posted with the web token are
 // queued for class.
-func dashboard(ctx context.Context, env *Env, st *store.Store, addr, commitURL, class string, hook http.Handler) (func() error, error) {
-	queue, err := jobs.NewQueue(st)
-	if err != nil {
-		return nil, err
-	}
+func dashboard(ctx context.Context, env *Env, st *store.Store, queue *jobs.Queue, addr, commitURL, class string, hook http.Handler) (func() error, error) {
 	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue, Webhook: hook}
 	if wc.Token != "" {
 		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
@@ -113,14 +113,10 @@ func serveEnqueue(ctx context.Context, queue *jobs.Queue, class string, r web.Re
 // webhook is the handler of GitHub's issue_comment deliveries when
 // PGBISECT_WEBHOOK_SECRET is set (nil otherwise): it needs the repository
 // and GITHUB_TOKEN configured, to check who asks and to answer.
-func webhook(cfg *config.Config, st *store.Store, class string, env *Env) (http.Handler, error) {
+func webhook(cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, env *Env) (http.Handler, error) {
 	secret := os.Getenv(webhookSecretEnv)
 	if secret == "" {
 		return nil, nil
-	}
-	queue, err := jobs.NewQueue(st)
-	if err != nil {
-		return nil, err
 	}
 	d, err := newDispatcher(cfg, st, queue, class, env.Log)
 	if err != nil {
