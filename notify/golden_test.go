@@ -1,41 +1,15 @@
 package notify
 
 import (
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./notify -run %s -update to create it): %v", t.Name(), err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file; run with -update if the change is intended.\n--- got ---\n%s", path, got)
-	}
-}
 
 // TestGoldenReports renders every fixed finding in every format.
 func TestGoldenReports(t *testing.T) {
@@ -46,13 +20,13 @@ func TestGoldenReports(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Plots = []string{"bisection.png", "bisection.svg"}
-			golden(t, fx.name+".md", MarkdownFile(f))
-			golden(t, fx.name+".txt", TextFile(f))
+			golden.Check(t, fx.name+".md", MarkdownFile(f))
+			golden.Check(t, fx.name+".txt", TextFile(f))
 			js, err := finding.Marshal(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, fx.name+".json", string(js))
+			golden.Check(t, fx.name+".json", string(js))
 
 			// The JSON form reads back to the same finding.
 			back, err := finding.Unmarshal(js)

@@ -3,9 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,34 +10,11 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/golden"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./internal/cli -run %s -update to create it): %v", t.Name(), err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file; run with -update if the change is intended.\n--- got ---\n%s", path, got)
-	}
-}
 
 var printedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -61,7 +35,7 @@ func TestComparePrintGolden(t *testing.T) {
 	if err := comparePrint(&out, res); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", out.String())
+	golden.Check(t, "compare.txt", out.String())
 }
 
 func TestBisectPrintGolden(t *testing.T) {
@@ -97,7 +71,7 @@ func TestBisectPrintGolden(t *testing.T) {
 	if err := bisectPrint(&out, &app.BisectResult{State: st, Finding: &finding.Finding{ID: "regression-0123456789ab"}, ReportDir: "/state/reports/regression-0123456789ab"}, false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bisect.txt", out.String())
+	golden.Check(t, "bisect.txt", out.String())
 }
 
 func TestNightlyPrintGolden(t *testing.T) {
@@ -112,7 +86,7 @@ func TestNightlyPrintGolden(t *testing.T) {
 	}
 	var out bytes.Buffer
 	nightlyPrint(&out, res)
-	golden(t, "nightly.txt", out.String())
+	golden.Check(t, "nightly.txt", out.String())
 }
 
 func TestStatusPrintGolden(t *testing.T) {
@@ -138,5 +112,5 @@ func TestStatusPrintGolden(t *testing.T) {
 	}
 	var out bytes.Buffer
 	statusPrint(&out, rep, printedAt)
-	golden(t, "status.txt", out.String())
+	golden.Check(t, "status.txt", out.String())
 }
