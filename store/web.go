@@ -172,18 +172,3 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 	c.LastNightly = nullTime(last)
 	return c, nil
 }
-
-// BisectionRecord returns the state (as saved) and status of bisection id,
-// for pages that show both, or an error wrapping ErrNotFound.
-func (s *Store) BisectionRecord(ctx context.Context, id string) (json.RawMessage, string, error) {
-	var state json.RawMessage
-	var status string
-	err := s.db.QueryRow(ctx, "SELECT state, status FROM bisections WHERE id = $1", id).Scan(&state, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", fmt.Errorf("bisection %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("loading bisection %s: %w", id, err)
-	}
-	return state, status, nil
-}

@@ -132,9 +132,12 @@ func TestKillNineMidBisection(t *testing.T) {
 	if by[victim.name] < 3 || by[other.name] == 0 || by[victim.name]+by[other.name] != n {
 		t.Errorf("samples by machine %v: want the first from %s, the rest from %s", by, victim.name, other.name)
 	}
-	state, status, err := st.BisectionRecord(context.Background(), id)
-	if err != nil || status != "done" || !strings.Contains(string(state), "culprit c7 after") {
-		t.Errorf("bisection %s %s %v, want done with culprit c7 (as without the kill)", state, status, err)
+	state, err := st.LoadBisection(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := json.Marshal(state); state.Phase != "done" || !strings.Contains(string(data), "culprit c7 after") {
+		t.Errorf("bisection %s %s, want done with culprit c7 (as without the kill)", data, state.Phase)
 	}
 	other.stop(t)
 }

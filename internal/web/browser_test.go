@@ -146,9 +146,12 @@ func TestBrowserPages(t *testing.T) {
 		[]byte(`{"message": "sample 4 of 10 of 0a07fc4012"}`)); err != nil {
 		t.Fatal(err)
 	}
-	b.do(t, chromedp.WaitReady(css(`#running .live-job`)))
-	live := value(t, b, chromedp.Poll[string](`(() => { const t = document.querySelector("#running .live-job").textContent;
-		return t.startsWith("sample:") ? t : null; })()`))
+	// (Other tests' running jobs share the store: this fixture's is found by
+	// its stream.)
+	sel := fmt.Sprintf(`#running .live-job[data-job=%q]`, f.RunningEvents)
+	b.do(t, chromedp.WaitReady(css(sel)))
+	live := value(t, b, chromedp.Poll[string](fmt.Sprintf(`(() => { const t = document.querySelector(%q).textContent;
+		return t.startsWith("sample:") ? t : null; })()`, sel)))
 	if live != "sample: sample 4 of 10 of 0a07fc4012" {
 		t.Errorf("the running job shows %q", live)
 	}

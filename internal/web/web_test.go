@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -63,6 +64,8 @@ func TestPages(t *testing.T) {
 		want []string
 	}{
 		{"/", []string{f.Host, "Test CPU", f.FindingID, f.BisectionID, "waiting for progress",
+			"<td>" + f.Machine + "</td><td>web-pages</td><td>4242</td>", fmt.Sprintf("job %d <b>bisect</b>", f.Running),
+			"<td>" + f.Idle + "</td><td>web-pages</td><td>4242</td>\n<td>stopped ",
 			`data-job="` + f.RunningEvents + `"`, "v3", "-15.0%", short(step.Commit)}},
 		{"/series", []string{f.Scenario, "scenario=" + f.Scenario}},
 		{seriesPath(f), []string{`id="series-data"`, step.Commit, `"change_points":[{"index":10`, f.FindingID,
@@ -130,7 +133,7 @@ func TestBadRequests(t *testing.T) {
 		want string
 	}{
 		{"/no/such/page", 404, "no page /no/such/page"},
-		{"/bisections/no-such-bisection", 404, "bisection no-such-bisection"},
+		{"/bisections/no-such-bisection", 404, "no such bisection: no-such-bisection"},
 		{"/findings/no-such-finding", 404, "finding no-such-finding"},
 		{"/findings/" + f.FindingID + "/plots/other.png", 404, "has no plot"},
 		{"/nights/x", 404, "ids are numbers"},
