@@ -123,6 +123,7 @@ var staticFS embed.FS
 // Server is the dashboard. Create it with New; it is an http.Handler.
 type Server struct {
 	st    Store
+	cop   *http.CrossOriginProtection
 	cfg   Config
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -139,7 +140,8 @@ func New(st Store, cfg Config) (*Server, error) {
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = 30 * time.Second
 	}
-	s := &Server{st: st, cfg: cfg, log: cfg.Log, mux: http.NewServeMux(), pages: map[string]*template.Template{}}
+	s := &Server{st: st, cfg: cfg, log: cfg.Log, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+		cop: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -185,14 +187,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bisections/{id}/live", s.bisectionLive)
 	s.mux.HandleFunc("GET /api/bisections/{id}", s.bisectionJSON)
 	s.mux.HandleFunc("GET /events/{job}", s.events)
-	// Browsers' cross-site POSTs are refused before authentication.
-	cop := http.NewCrossOriginProtection()
-	s.mux.Handle("POST /api/requests", cop.Handler(http.HandlerFunc(s.requests)))
+	s.mux.HandleFunc("POST /api/requests", s.requests)
 	s.mux.HandleFunc("GET /request", s.requestForm)
-	s.mux.Handle("POST /request", cop.Handler(http.HandlerFunc(s.requestPost)))
+	s.mux.HandleFunc("POST /request", s.requestPost)
 	s.mux.HandleFunc("GET /login", s.login)
-	s.mux.Handle("POST /login", cop.Handler(http.HandlerFunc(s.loginPost)))
-	s.mux.Handle("POST /logout", cop.Handler(http.HandlerFunc(s.logout)))
+	s.mux.HandleFunc("POST /login", s.loginPost)
+	s.mux.HandleFunc("POST /logout", s.logout)
 	if s.cfg.Webhook != nil {
 		s.mux.Handle("POST /github/webhook", s.cfg.Webhook)
 	}
@@ -207,6 +207,13 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	// A browser's cross-origin POST is refused before anything else
+	// (programs, such as curl or GitHub's webhook, send no Origin or
+	// Sec-Fetch-Site and pass).
+	if err := s.cop.Check(r); err != nil {
+		http.Error(w, err.Error()+": a form on another site cannot post to the dashboard", http.StatusForbidden)
+		return
+	}
 	if s.private(w, r) {
 		return
 	}
