@@ -118,8 +118,14 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return s.cfg.CommitURL + hash
 		},
-		"seriesURL": func(scenario, metric, point string) string {
-			return "/series?" + url.Values{"scenario": {scenario}, "metric": {metric}, "point": {point}}.Encode()
+		// seriesURL links a series, of the default machine class unless
+		// a class is given.
+		"seriesURL": func(scenario, metric, point string, class ...string) string {
+			v := url.Values{"scenario": {scenario}, "metric": {metric}, "point": {point}}
+			if len(class) > 0 && class[0] != "" {
+				v.Set("class", class[0])
+			}
+			return "/series?" + v.Encode()
 		},
 		"path": url.PathEscape,
 		"json": func(v any) (template.JS, error) {

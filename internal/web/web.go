@@ -42,7 +42,7 @@ type Results interface {
 	NightlyRuns(ctx context.Context, limit int) ([]store.NightlyRun, error)
 	NightlyRun(ctx context.Context, id int64) (store.NightlyRun, error)
 	SeriesKeys(ctx context.Context, branch string) ([]store.SeriesKey, error)
-	Series(ctx context.Context, branch, scenario, metric, point string) ([]store.SeriesPoint, error)
+	ClassSeries(ctx context.Context, class, branch, scenario, metric, point string) ([]store.SeriesPoint, error)
 	Samples(ctx context.Context, q store.SampleQuery) ([]store.Sample, error)
 	Build(ctx context.Context, key string) (store.Build, error)
 	Bisections(ctx context.Context, statuses ...string) ([]store.BisectionInfo, error)

@@ -309,3 +309,29 @@ func TestDefaultAddrIsLoopback(t *testing.T) {
 		t.Fatalf("DefaultAddr %q is not a loopback address", DefaultAddr)
 	}
 }
+
+// TestSeriesOfClass: nightly series are per machine class; a class's series
+// is listed with its class and read with ?class=.
+func TestSeriesOfClass(t *testing.T) {
+	ts, st := newTestServer(t)
+	f := seed(t, st, "klass")
+	if _, err := st.Pool().Exec(context.Background(), "UPDATE nightly_runs SET machine_class = 'bench-klass' WHERE branch = $1", f.Branch); err != nil {
+		t.Fatal(err)
+	}
+	q := seriesPath(f)[len("/series?"):]
+	_, list, _ := get(t, ts, "/series")
+	if !strings.Contains(list, "/series?"+strings.ReplaceAll("class=bench-klass&"+q, "&", "&amp;")) || !strings.Contains(list, "<td>bench-klass</td>") {
+		t.Errorf("the series list does not link the class's series:\n%s", list)
+	}
+	if code, body, _ := get(t, ts, "/api/series?"+q); code != 404 || !strings.Contains(body, `machine class \"default\"`) {
+		t.Errorf("the default class's series: %d %s", code, body)
+	}
+	code, body, _ := get(t, ts, "/api/series?class=bench-klass&"+q)
+	var d SeriesData
+	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil || d.Class != "bench-klass" || len(d.Nights) != fixtureNights {
+		t.Fatalf("the class's series: %d %v %+v", code, err, d)
+	}
+	if code, body, _ := get(t, ts, "/series?class=bench-klass&"+q); code != 200 || !strings.Contains(body, "on bench-klass</h1>") {
+		t.Errorf("the class's series page: %d\n%s", code, body)
+	}
+}
