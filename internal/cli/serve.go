@@ -99,10 +99,12 @@ const webTokenEnv = "PGBISECT_WEB_TOKEN"
 // (the scenario loads, has the metric and the point): a request that
 // cannot run is refused now rather than failing in the queue.
 func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, class string, r web.Request) (int64, error) {
-	invalid := func(err error) error { return fmt.Errorf("%w: %s", web.ErrInvalid, err) }
+	invalid := func(field string, err error) error {
+		return fmt.Errorf("%w: %w", web.ErrInvalid, &web.FieldError{Field: field, Msg: err.Error()})
+	}
 	scenario, err := serveScenario(cfg, r.Scenario)
 	if err != nil {
-		return 0, invalid(err)
+		return 0, invalid("scenario", err)
 	}
 	var req app.Request
 	switch r.Kind {
@@ -112,14 +114,14 @@ func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, cl
 	case "compare":
 		req = app.CompareRequest{Scenario: scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect, MaxSamples: r.MaxSamples}
 	default:
-		return 0, invalid(fmt.Errorf("field \"kind\": %q is not a request the daemon runs", r.Kind))
+		return 0, invalid("kind", fmt.Errorf("%q is not a request the daemon runs", r.Kind))
 	}
 	if err := app.Check(req); err != nil {
 		var ce *app.CheckError
 		if errors.As(err, &ce) {
-			err = fmt.Errorf("field %q: %w", ce.Field, ce.Err)
+			return 0, invalid(ce.Field, ce.Err)
 		}
-		return 0, invalid(err)
+		return 0, invalid("", err)
 	}
 	job, err := queue.Enqueue(ctx, req, class)
 	if err != nil {
@@ -133,18 +135,14 @@ func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, cl
 // relative to the working directory.
 func serveScenario(cfg *config.Config, s string) (string, error) {
 	if !strings.ContainsAny(s, "/\\") {
-		path, err := intakeScenario(cfg, s)
-		if err != nil {
-			return "", fmt.Errorf("field \"scenario\": %w", err)
-		}
-		return path, nil
+		return intakeScenario(cfg, s)
 	}
 	abs, err := filepath.Abs(s)
 	if err != nil {
-		return "", fmt.Errorf("field \"scenario\": %w", err)
+		return "", err
 	}
 	if _, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("field \"scenario\": %w", err)
+		return "", err
 	}
 	return abs, nil
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -189,6 +190,9 @@ func TestRequestForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	enqueue := func(ctx context.Context, r Request) (int64, error) {
+		if r.Scenario == "copy-singel" {
+			return 0, fmt.Errorf("%w: %w", ErrInvalid, &FieldError{"scenario", `unknown scenario "copy-singel" (did you mean copy-single?)`})
+		}
 		row, err := queue.Enqueue(ctx, app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}, class)
 		if err != nil {
 			return 0, err
@@ -235,6 +239,8 @@ func TestRequestForm(t *testing.T) {
 		"no session": {form.Encode(), nil, 401, `name="token"`},
 		"cross-site": {form.Encode(), map[string]string{"Cookie": session["Cookie"], "Sec-Fetch-Site": "cross-site"}, 403, ""},
 		"missing b":  {bad.Encode(), session, 400, `field &#34;b&#34;: required for a compare request`},
+		"unknown scenario": {url.Values{"kind": {"compare"}, "scenario": {"copy-singel"}, "a": {"x"}, "b": {"y"}}.Encode(), session, 400,
+			`value="copy-singel" class="bad"`},
 		"not a number": {url.Values{"kind": {"bisect"}, "scenario": {"s"}, "good": {"a"}, "bad": {"b"}, "min_effect": {"lots"}}.Encode(), session, 400,
 			`field &#34;min_effect&#34;: &#34;lots&#34; is not a number`},
 	} {

@@ -50,14 +50,15 @@ var ErrInvalid = errors.New("invalid request")
 // maxRequestBody bounds a request's body.
 const maxRequestBody = 64 << 10
 
-// fieldError is a malformed request, naming the field at fault ("" for
-// the body as a whole).
-type fieldError struct {
+// FieldError is a request found wrong, naming the field at fault ("" for
+// the body as a whole). Config.Enqueue may return one (wrapped with
+// ErrInvalid) so the request form marks the field.
+type FieldError struct {
 	Field string
 	Msg   string
 }
 
-func (e *fieldError) Error() string {
+func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return e.Msg
 	}
@@ -69,12 +70,12 @@ func (e *fieldError) Error() string {
 func (req Request) check() error {
 	need := map[string][]string{"bisect": {"scenario", "good", "bad"}, "compare": {"scenario", "a", "b"}}[req.Kind]
 	if need == nil {
-		return &fieldError{"kind", fmt.Sprintf(`%q is not a request this dashboard takes (want "bisect" or "compare")`, req.Kind)}
+		return &FieldError{"kind", fmt.Sprintf(`%q is not a request this dashboard takes (want "bisect" or "compare")`, req.Kind)}
 	}
 	vals := map[string]string{"scenario": req.Scenario, "good": req.Good, "bad": req.Bad, "a": req.A, "b": req.B, "metric": req.Metric}
 	for _, f := range need {
 		if strings.TrimSpace(vals[f]) == "" {
-			return &fieldError{f, fmt.Sprintf("required for a %s request", req.Kind)}
+			return &FieldError{f, fmt.Sprintf("required for a %s request", req.Kind)}
 		}
 	}
 	foreign := map[string][]string{"bisect": {"a", "b"}, "compare": {"good", "bad", "metric"}}[req.Kind]
@@ -83,14 +84,14 @@ func (req Request) check() error {
 			hint := map[string]string{"a": "a bisection takes good and bad", "b": "a bisection takes good and bad",
 				"good": "a comparison takes a and b", "bad": "a comparison takes a and b",
 				"metric": "a comparison judges every metric of the scenario"}[f]
-			return &fieldError{f, fmt.Sprintf("not part of a %s request (%s)", req.Kind, hint)}
+			return &FieldError{f, fmt.Sprintf("not part of a %s request (%s)", req.Kind, hint)}
 		}
 	}
 	if req.MinEffect < 0 || req.MinEffect >= 1 {
-		return &fieldError{"min_effect", fmt.Sprintf("%g is out of range: it is a fraction, 0.05 means 5%%", req.MinEffect)}
+		return &FieldError{"min_effect", fmt.Sprintf("%g is out of range: it is a fraction, 0.05 means 5%%", req.MinEffect)}
 	}
 	if req.MaxSamples < 0 {
-		return &fieldError{"max_samples", fmt.Sprintf("%d: give a number of samples, or 0 for the scenario's", req.MaxSamples)}
+		return &FieldError{"max_samples", fmt.Sprintf("%d: give a number of samples, or 0 for the scenario's", req.MaxSamples)}
 	}
 	return nil
 }
@@ -106,17 +107,17 @@ func decodeRequest(body io.Reader) (Request, error) {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &te):
-			return req, &fieldError{te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value)}
+			return req, &FieldError{te.Field, fmt.Sprintf("want a %s, got a JSON %s", te.Type, te.Value)}
 		case errors.As(err, &mbe):
-			return req, &fieldError{"", fmt.Sprintf("the body is over %d bytes", mbe.Limit)}
+			return req, &FieldError{"", fmt.Sprintf("the body is over %d bytes", mbe.Limit)}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return req, &fieldError{"", fmt.Sprintf("unknown field %s (the fields are %s)",
+			return req, &FieldError{"", fmt.Sprintf("unknown field %s (the fields are %s)",
 				strings.TrimPrefix(err.Error(), "json: unknown field "), requestFields)}
 		}
-		return req, &fieldError{"", fmt.Sprintf("the body is not a JSON request object: %v", err)}
+		return req, &FieldError{"", fmt.Sprintf("the body is not a JSON request object: %v", err)}
 	}
 	if dec.More() {
-		return req, &fieldError{"", "the body holds more than one JSON value"}
+		return req, &FieldError{"", "the body holds more than one JSON value"}
 	}
 	return req, req.check()
 }
@@ -131,7 +132,7 @@ func formRequest(form url.Values) (Request, error) {
 	if v := strings.TrimSpace(form.Get("min_effect")); v != "" {
 		f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
 		if err != nil {
-			return req, &fieldError{"min_effect", fmt.Sprintf("%q is not a number", v)}
+			return req, &FieldError{"min_effect", fmt.Sprintf("%q is not a number", v)}
 		}
 		if strings.HasSuffix(v, "%") {
 			f /= 100
@@ -141,7 +142,7 @@ func formRequest(form url.Values) (Request, error) {
 	if v := strings.TrimSpace(form.Get("max_samples")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return req, &fieldError{"max_samples", fmt.Sprintf("%q is not a whole number", v)}
+			return req, &FieldError{"max_samples", fmt.Sprintf("%q is not a whole number", v)}
 		}
 		req.MaxSamples = n
 	}
@@ -248,12 +249,12 @@ func (s *Server) requestPost(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		status := http.StatusBadRequest
-		if !errors.Is(err, ErrInvalid) && !errors.As(err, new(*fieldError)) {
+		if !errors.Is(err, ErrInvalid) && !errors.As(err, new(*FieldError)) {
 			status = http.StatusInternalServerError
 			s.log.Error("queueing a request from the form", "err", err)
 		}
 		d := formData{Req: req, Err: err.Error(), Scenarios: s.cfg.Scenarios}
-		var fe *fieldError
+		var fe *FieldError
 		if errors.As(err, &fe) {
 			d.Field = fe.Field
 		}
