@@ -101,10 +101,10 @@ func (s *Server) signedIn(r *http.Request) bool {
 	return s.validSession(r, readCookie, "read")
 }
 
-// open lists what a private dashboard serves without the token: the
+// alwaysOpen lists what a private dashboard serves without the token: the
 // sign-in page and what it loads, and GitHub's webhook, which checks its
 // own signature.
-func open(path string) bool {
+func alwaysOpen(path string) bool {
 	return path == "/login" || path == "/favicon.ico" || strings.HasPrefix(path, "/static/") || path == "/github/webhook"
 }
 
@@ -112,7 +112,7 @@ func open(path string) bool {
 // carry the token, with a 401: a page answers with the sign-in form,
 // anything else (the API, /metrics, event streams) with a short error.
 func (s *Server) private(w http.ResponseWriter, r *http.Request) bool {
-	if open(r.URL.Path) || s.canRead(r) {
+	if alwaysOpen(r.URL.Path) || s.canRead(r) {
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="pgbisect"`)
