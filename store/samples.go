@@ -201,14 +201,21 @@ type SeriesPoint struct {
 // Series returns, oldest first, the nightly results of one scenario, metric
 // and point on branch ("" for every branch): the input of the change-point
 // pass. Only the samples of each night's own commit count, not those of the
-// earlier build it was compared with.
+// earlier build it was compared with. The series is that of the machine
+// class of ctx's job (ClassOf).
 func (s *Store) Series(ctx context.Context, branch, scenario, metric, point string) ([]SeriesPoint, error) {
+	return s.ClassSeries(ctx, ClassOf(ctx), branch, scenario, metric, point)
+}
+
+// ClassSeries is Series of machine class ("" is the default class), for
+// readers that are not a job of that class, such as the dashboard.
+func (s *Store) ClassSeries(ctx context.Context, class, branch, scenario, metric, point string) ([]SeriesPoint, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT n.id, n.commit, n.started_at, array_agg(s.value ORDER BY s.sample_index, s.id)
 		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
 		WHERE s.scenario = $1 AND s.metric = $2 AND s.point = $3 AND ($4 = '' OR n.branch = $4) AND n.machine_class = $5
 		GROUP BY n.id, n.commit, n.started_at
-		ORDER BY n.started_at, n.id`, scenario, metric, point, branch, ClassOf(ctx))
+		ORDER BY n.started_at, n.id`, scenario, metric, point, branch, class)
 	if err != nil {
 		return nil, fmt.Errorf("reading the series of %s %s %s: %w", scenario, point, metric, err)
 	}

@@ -14,8 +14,10 @@ import (
 // counts over the other tables that no other reader needs.
 
 // SeriesKey names one nightly series: a scenario, metric and point with at
-// least one nightly sample of the night's own commit.
+// least one nightly sample of the night's own commit, on one machine class.
 type SeriesKey struct {
+	// Class is the machine class of its nightly runs; "" is the default.
+	Class    string
 	Scenario string
 	Metric   string
 	Point    string
@@ -26,19 +28,19 @@ type SeriesKey struct {
 }
 
 // SeriesKeys lists the nightly series on branch ("" for every branch),
-// ordered by scenario, metric and point.
+// ordered by scenario, metric, point and machine class.
 func (s *Store) SeriesKeys(ctx context.Context, branch string) ([]SeriesKey, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT s.scenario, s.metric, s.point, count(DISTINCT n.id), max(n.started_at)
+		SELECT s.scenario, s.metric, s.point, n.machine_class, count(DISTINCT n.id), max(n.started_at)
 		FROM nightly_runs n JOIN samples s ON s.nightly_id = n.id AND s.commit = n.commit
 		WHERE $1 = '' OR n.branch = $1
-		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, branch)
+		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, branch)
 	if err != nil {
 		return nil, fmt.Errorf("listing the nightly series: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SeriesKey, error) {
 		var k SeriesKey
-		err := row.Scan(&k.Scenario, &k.Metric, &k.Point, &k.Nights, &k.Last)
+		err := row.Scan(&k.Scenario, &k.Metric, &k.Point, &k.Class, &k.Nights, &k.Last)
 		return k, err
 	})
 	if err != nil {
@@ -171,19 +173,4 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 	}
 	c.LastNightly = nullTime(last)
 	return c, nil
-}
-
-// BisectionRecord returns the state (as saved) and status of bisection id,
-// for pages that show both, or an error wrapping ErrNotFound.
-func (s *Store) BisectionRecord(ctx context.Context, id string) (json.RawMessage, string, error) {
-	var state json.RawMessage
-	var status string
-	err := s.db.QueryRow(ctx, "SELECT state, status FROM bisections WHERE id = $1", id).Scan(&state, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", fmt.Errorf("bisection %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("loading bisection %s: %w", id, err)
-	}
-	return state, status, nil
 }

@@ -119,7 +119,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 		if err != nil {
 			return err
 		}
-		serve, err := dashboard(ctx, env, st, queue, *serveAddr, "", d.Class(), hook)
+		serve, err := dashboard(ctx, env, cfg, st, queue, *serveAddr, "", d.Class(), hook)
 		if err != nil {
 			return err
 		}

@@ -2,13 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/web"
@@ -25,8 +27,8 @@ func init() {
 
 func serveRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "serve", "[--addr HOST:PORT] [--commit-url URL]")
-	addr := fs.String("addr", web.DefaultAddr, "address to listen on; the pages are not authenticated, so keep it on loopback or behind a proxy; "+
-		"POST /api/requests takes a bearer token from "+webTokenEnv+" (unset: read-only)")
+	addr := fs.String("addr", web.DefaultAddr, "address to listen on; the pages are public unless the config says web.private: true, "+
+		"so keep a public one on loopback or behind a proxy; requests (the form, POST /api/requests) need the token in "+webTokenEnv+" (unset: read-only)")
 	commitURL := fs.String("commit-url", "", "link commit hashes to this URL with the hash appended (e.g. https://github.com/postgres/postgres/commit/)")
 	flags := addStoreFlags(fs)
 	pos, err := parseFlags(fs, env)
@@ -53,7 +55,7 @@ func serveRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	serve, err := dashboard(ctx, env, st, queue, *addr, *commitURL, cfg.Machine.Class, hook)
+	serve, err := dashboard(ctx, env, cfg, st, queue, *addr, *commitURL, cfg.Machine.Class, hook)
 	if err != nil {
 		return err
 	}
@@ -64,11 +66,15 @@ func serveRun(ctx context.Context, env *Env) error {
 // dashboard over st until ctx ends ('pgbisect serve', and 'pgbisect daemon
 // --serve' beside its jobs). Requests posted with the web token are
 // queued for class.
-func dashboard(ctx context.Context, env *Env, st *store.Store, queue *jobs.Queue, addr, commitURL, class string, hook http.Handler) (func() error, error) {
-	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Jobs: queue, Webhook: hook}
+func dashboard(ctx context.Context, env *Env, cfg *config.Config, st *store.Store, queue *jobs.Queue, addr, commitURL, class string, hook http.Handler) (func() error, error) {
+	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Private: cfg.Web.Private,
+		Jobs: queue, Webhook: hook, Scenarios: scenarioNames(cfg)}
+	if wc.Private && wc.Token == "" {
+		return nil, fmt.Errorf("the config says web.private: true, but %s is not set: a private dashboard needs the token its readers sign in with", webTokenEnv)
+	}
 	if wc.Token != "" {
 		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
-			return serveEnqueue(ctx, queue, class, r)
+			return serveEnqueue(ctx, cfg, queue, class, r)
 		}
 	}
 	srv, err := web.New(st, wc)
@@ -84,30 +90,78 @@ func dashboard(ctx context.Context, env *Env, st *store.Store, queue *jobs.Queue
 	return func() error { return srv.Serve(ctx, ln) }, nil
 }
 
-// webTokenEnv holds the bearer token of the dashboard's write API; unset,
-// the dashboard is read-only.
+// webTokenEnv holds the dashboard's token (writes, and reads when
+// web.private); unset, the dashboard is read-only.
 const webTokenEnv = "PGBISECT_WEB_TOKEN"
 
-// serveEnqueue queues a bisection requested on the dashboard as
-// 'pgbisect request bisect' would.
-func serveEnqueue(ctx context.Context, queue *jobs.Queue, class string, r web.Request) (int64, error) {
-	argv := []string{"--scenario", r.Scenario, "--good", r.Good, "--bad", r.Bad}
-	if r.Metric != "" {
-		argv = append(argv, "--metric", r.Metric)
+// serveEnqueue queues a bisection or a comparison requested on the
+// dashboard, checked first as far as it can be without the repository
+// (the scenario loads, has the metric and the point): a request that
+// cannot run is refused now rather than failing in the queue.
+func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, class string, r web.Request) (int64, error) {
+	invalid := func(field string, err error) error {
+		return fmt.Errorf("%w: %w", web.ErrInvalid, &web.FieldError{Field: field, Msg: err.Error()})
 	}
-	if r.Point != "" {
-		argv = append(argv, "--point", r.Point)
-	}
-	req, _, err := requestParse(&Env{Args: argv, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)})
+	scenario, err := serveScenario(cfg, r.Scenario)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", web.ErrInvalid, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 0, invalid("scenario", err)
 	}
-	req.Requester = "dashboard"
+	var req app.Request
+	switch r.Kind {
+	case "bisect":
+		req = app.BisectRequest{Scenario: scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point,
+			MinEffect: r.MinEffect, MaxSamples: r.MaxSamples, Requester: "dashboard"}
+	case "compare":
+		req = app.CompareRequest{Scenario: scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect, MaxSamples: r.MaxSamples}
+	default:
+		return 0, invalid("kind", fmt.Errorf("%q is not a request the daemon runs", r.Kind))
+	}
+	if err := app.Check(req); err != nil {
+		var ce *app.CheckError
+		if errors.As(err, &ce) {
+			return 0, invalid(ce.Field, ce.Err)
+		}
+		return 0, invalid("", err)
+	}
 	job, err := queue.Enqueue(ctx, req, class)
 	if err != nil {
 		return 0, err
 	}
 	return job.ID, nil
+}
+
+// serveScenario resolves a requested scenario: a name from the config's
+// scenario directory (as in GitHub comments), or a path on the server,
+// relative to the working directory.
+func serveScenario(cfg *config.Config, s string) (string, error) {
+	if !strings.ContainsAny(s, "/\\") {
+		return intakeScenario(cfg, s)
+	}
+	abs, err := filepath.Abs(s)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// scenarioNames lists the scenarios of the config's scenario directory,
+// which the request form offers.
+func scenarioNames(cfg *config.Config) []string {
+	dir := "configs/scenarios"
+	if cfg.File != "" {
+		dir = filepath.Dir(cfg.ScenarioPath("scenarios/x.yaml"))
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // webhook is the handler of GitHub's issue_comment deliveries when

@@ -56,6 +56,7 @@ type Config struct {
 	// Machine says who this machine is when several share the results
 	// database (pgbisect daemon).
 	Machine Machine `yaml:"machine"`
+	Web     Web     `yaml:"web"`
 
 	// File is the path the configuration was loaded from ("" for defaults).
 	File string `yaml:"-"`
@@ -164,6 +165,16 @@ type Machine struct {
 	NightlyClasses []string `yaml:"nightly_classes"`
 }
 
+// Web configures the dashboard ('pgbisect serve', docs/dashboard.md). Its
+// token is PGBISECT_WEB_TOKEN, from the environment only.
+type Web struct {
+	// Private makes every page, the JSON API, the event streams and
+	// /metrics need the token (a bearer token, or a session made by
+	// signing in with it). Default: false, the pages are public and only
+	// writes need the token.
+	Private bool `yaml:"private"`
+}
+
 // Default returns the configuration used when no file is given.
 func Default() *Config {
 	c := &Config{}
@@ -263,7 +274,8 @@ func Load(data []byte, name string) (*Config, error) {
 var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db_run_as", "db", "build", "bench", "stats", "github", "nightly",
 	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
 	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
-	"api_url", "labels", "report_url", "poll", "handle", "allow", "rate_limit", "dashboard_url", "schedule", "time_zone", "scenarios"}
+	"api_url", "labels", "report_url", "poll", "handle", "allow", "rate_limit", "dashboard_url", "schedule", "time_zone", "scenarios",
+	"web", "private"}
 
 func (c *Config) validate() error {
 	if c.DBRunAs == c.RunAs {

@@ -116,7 +116,7 @@ func (o *simOps) Bisect(ctx context.Context, _ string, req app.BisectRequest, _ 
 					culprit = s.Index
 				}
 			}
-			return o.st.SaveBisection(ctx, &bisect.State{ID: id, Phase: bisect.PhaseDone,
+			return o.st.SaveBisection(ctx, &bisect.State{Version: bisect.StateVersion, ID: id, Phase: bisect.PhaseDone,
 				Summary: fmt.Sprintf("culprit c%d after %d samples", culprit, k)})
 		}
 		select {

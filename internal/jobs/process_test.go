@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
@@ -132,9 +133,11 @@ func TestKillNineMidBisection(t *testing.T) {
 	if by[victim.name] < 3 || by[other.name] == 0 || by[victim.name]+by[other.name] != n {
 		t.Errorf("samples by machine %v: want the first from %s, the rest from %s", by, victim.name, other.name)
 	}
-	state, status, err := st.BisectionRecord(context.Background(), id)
-	if err != nil || status != "done" || !strings.Contains(string(state), "culprit c7 after") {
-		t.Errorf("bisection %s %s %v, want done with culprit c7 (as without the kill)", state, status, err)
+	state, err := st.LoadBisection(context.Background(), id)
+	if err != nil {
+		t.Error(err)
+	} else if state.Phase != bisect.PhaseDone || !strings.HasPrefix(state.Summary, "culprit c7 after") {
+		t.Errorf("bisection %s %q, want done with culprit c7 (as without the kill)", state.Phase, state.Summary)
 	}
 	other.stop(t)
 }

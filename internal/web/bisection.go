@@ -108,15 +108,12 @@ func eventText(payload json.RawMessage) string {
 
 // loadBisection reads bisection id and lays it out.
 func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, error) {
-	data, status, err := s.st.BisectionRecord(ctx, id)
+	st, err := s.st.LoadBisection(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	st, err := bisect.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("bisection %s in the results store: %w", id, err)
-	}
-	v := &bisectionView{ID: id, Status: status, State: st,
+	// The store's status column is the phase it saved.
+	v := &bisectionView{ID: id, Status: string(st.Phase), State: st,
 		Scenario: strings.TrimSuffix(filepath.Base(st.Inputs.Scenario), ".yaml")}
 	role := map[int]string{}
 	for _, c := range st.Culprits {
@@ -212,20 +209,21 @@ func (s *Server) bisectionLive(w http.ResponseWriter, r *http.Request) {
 }
 
 // bisectionJSON is /api/bisections/{id}: the stored state as package
-// bisect writes it, with the store's status.
+// bisect writes it (an older state in today's form), with its status, the
+// phase the store saved.
 func (s *Server) bisectionJSON(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	data, status, err := s.st.BisectionRecord(ctx, r.PathValue("id"))
+	st, err := s.st.LoadBisection(ctx, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
 	s.writeJSON(w, struct {
-		ID     string          `json:"id"`
-		Status string          `json:"status"`
-		State  json.RawMessage `json:"state"`
-	}{r.PathValue("id"), status, data})
+		ID     string        `json:"id"`
+		Status string        `json:"status"`
+		State  *bisect.State `json:"state"`
+	}{st.ID, string(st.Phase), st})
 }
 
 // events streams job {job}'s stored events as server-sent events, from

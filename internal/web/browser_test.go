@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +15,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // The browser tests drive Debian's headless Chromium over the DevTools
@@ -146,9 +151,12 @@ func TestBrowserPages(t *testing.T) {
 		[]byte(`{"message": "sample 4 of 10 of 0a07fc4012"}`)); err != nil {
 		t.Fatal(err)
 	}
-	b.do(t, chromedp.WaitReady(css(`#running .live-job`)))
-	live := value(t, b, chromedp.Poll[string](`(() => { const t = document.querySelector("#running .live-job").textContent;
-		return t.startsWith("sample:") ? t : null; })()`))
+	// (Other tests' running jobs share the store: this fixture's is found by
+	// its stream.)
+	sel := fmt.Sprintf(`#running .live-job[data-job=%q]`, f.RunningEvents)
+	b.do(t, chromedp.WaitReady(css(sel)))
+	live := value(t, b, chromedp.Poll[string](fmt.Sprintf(`(() => { const t = document.querySelector(%q).textContent;
+		return t.startsWith("sample:") ? t : null; })()`, sel)))
 	if live != "sample: sample 4 of 10 of 0a07fc4012" {
 		t.Errorf("the running job shows %q", live)
 	}
@@ -260,4 +268,119 @@ func TestBrowserBisectionLive(t *testing.T) {
 	}
 	b.screenshot(t, "bisection-done")
 	b.noErrors(t, "bisection")
+}
+
+// forget drops the errors the page logged, for pages that are meant to
+// fail (a 401 or 403 is logged as a failed load).
+func (b *browser) forget() {
+	b.mu.Lock()
+	b.errs = nil
+	b.mu.Unlock()
+}
+
+// TestBrowserRequestForm uses a private dashboard as a person would:
+// refused without the token, signed in through the form, a comparison
+// requested through the request form, which appears in the queue. A form
+// on another site posting to the dashboard is refused, and so is a POST
+// without a session.
+func TestBrowserRequestForm(t *testing.T) {
+	st := storetest.Store(t)
+	const token = "browser-form-token-0123456789"
+	const class = "web-browser-form" // no daemon of these tests takes its jobs
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue := func(ctx context.Context, r Request) (int64, error) {
+		row, err := queue.Enqueue(ctx, app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}, class)
+		if err != nil {
+			return 0, err
+		}
+		return row.ID, nil
+	}
+	srv, err := New(st, Config{Token: token, Private: true, Enqueue: enqueue, Jobs: queue, Scenarios: []string{"copy-single"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close) // after the browser's cleanup closes its event streams
+	queued := func() []jobs.Job {
+		all, err := queue.Jobs(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []jobs.Job
+		for _, j := range all {
+			if j.Class == class {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	f := seed(t, st, "form")
+	b := newBrowser(t)
+
+	// Private: the finding's page is the sign-in form until signed in, and
+	// then the finding.
+	b.do(t, chromedp.Navigate(ts.URL+"/findings/"+f.FindingID), chromedp.WaitVisible(css("#login")))
+	if text := value(t, b, chromedp.Text(css("main"))); strings.Contains(text, "Make COPY slower") || !strings.Contains(text, "private") {
+		t.Errorf("the private finding without a session shows\n%s", text)
+	}
+	b.forget() // the 401
+	b.do(t, chromedp.SendKeys(css(`#login input[name="token"]`), token), chromedp.Submit(css("#login")),
+		chromedp.WaitVisible(css("#report")))
+	if text := value(t, b, chromedp.Text(css("#report"))); !strings.Contains(text, "Make COPY slower") {
+		t.Errorf("after signing in, the finding shows\n%s", text)
+	}
+	b.noErrors(t, "sign-in")
+
+	// The request form, submitted as a person would.
+	b.do(t, chromedp.Navigate(ts.URL+"/request"), chromedp.WaitVisible(css("#compare-form")),
+		chromedp.SendKeys(css(`#compare-form input[name="scenario"]`), "copy-single"),
+		chromedp.SendKeys(css(`#compare-form input[name="a"]`), "REL_16_0"),
+		chromedp.SendKeys(css(`#compare-form input[name="b"]`), "REL_17_0"),
+		chromedp.SendKeys(css(`#compare-form input[name="min_effect"]`), "5%"))
+	b.screenshot(t, "request-form")
+	b.do(t, chromedp.Submit(css("#compare-form")), chromedp.WaitVisible(css("#queued")))
+	js := queued()
+	if len(js) != 1 || js[0].Kind != "compare" || !strings.Contains(string(js[0].Args), `"b": "REL_17_0"`) {
+		t.Fatalf("after submitting the form the queue holds %+v", js)
+	}
+	row := value(t, b, chromedp.Text(css("#queue table")))
+	if !strings.Contains(row, fmt.Sprint(js[0].ID)) || !strings.Contains(row, "REL_17_0") {
+		t.Errorf("the queue does not show job %d:\n%s", js[0].ID, row)
+	}
+	b.screenshot(t, "request-queued")
+	b.noErrors(t, "request form")
+
+	// Another site's form posting to the dashboard (with this browser's
+	// session) is refused, and queues nothing.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>evil</title><form id="evil" method="post" action="%s/request">
+<input type="hidden" name="kind" value="compare"><input type="hidden" name="scenario" value="copy-single">
+<input type="hidden" name="a" value="x"><input type="hidden" name="b" value="evil-b"></form>`, ts.URL)
+	}))
+	t.Cleanup(evil.Close)
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) // another site
+	b.do(t, chromedp.Navigate(evilURL), chromedp.WaitReady(css("#evil")), chromedp.Submit(css("#evil")),
+		chromedp.WaitReady(css("body")))
+	text := value(t, b, chromedp.Poll[string](`(() => { const t = document.body ? document.body.textContent : "";
+		return location.pathname === "/request" && t ? t : null; })()`))
+	if !strings.Contains(text, "cross-origin request detected") {
+		t.Errorf("the cross-site form got %q", text)
+	}
+	// A POST from the dashboard's own page without credentials gets 401.
+	b.do(t, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("#queue")))
+	code := value(t, b, chromedp.Evaluate[int](`fetch("/api/requests", {method: "POST", credentials: "omit",
+		body: JSON.stringify({kind: "compare", scenario: "copy-single", a: "x", b: "unauthenticated"})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise))
+	if code != http.StatusUnauthorized {
+		t.Errorf("a POST without credentials got %d, want 401", code)
+	}
+	if js := queued(); len(js) != 1 {
+		t.Errorf("the refused requests queued jobs: %+v", js)
+	}
+	if _, err := queue.Cancel(context.Background(), js[0].ID); err != nil {
+		t.Fatal(err)
+	}
 }

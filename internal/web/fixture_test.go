@@ -34,6 +34,8 @@ type fixture struct {
 	BisectionID                     string
 	Culprit                         string // the bisection's true culprit
 	Running, Queued                 int64
+	// Machine runs the running job; Idle is a machine that stopped.
+	Machine, Idle string
 	// RunningEvents names the running job's event stream.
 	RunningEvents string
 }
@@ -145,6 +147,18 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 		t.Fatal(err)
 	}
 	f.Running, f.RunningEvents = running.ID, jobs.EventsOf(c.Key)
+	f.Machine, f.Idle = "worker-"+strings.ToLower(name), "idle-"+strings.ToLower(name)
+	for _, m := range []string{f.Machine, f.Idle} {
+		if err := st.JoinMachine(ctx, store.Machine{Name: m, Class: class, PID: 4242}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Heartbeat(ctx, f.Machine, c.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LeaveMachine(ctx, f.Idle); err != nil {
+		t.Fatal(err)
+	}
 	queued, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy.yaml", Good: "v2", Bad: "v3"}, class)
 	if err != nil {
 		t.Fatal(err)

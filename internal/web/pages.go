@@ -13,8 +13,8 @@ import (
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// machine is one recorded environment as the overview lists it.
-type machine struct {
+// environment is one recorded environment as the overview lists it.
+type environment struct {
 	ID      int64
 	Name    string // host, or the environment id
 	Detail  string // cpu, cores, kernel when recorded
@@ -25,10 +25,10 @@ type machine struct {
 // machineOf summarises an environment. Its JSON belongs to package bench;
 // only a few well-known keys are looked at, and an unknown shape still
 // lists the machine.
-func machineOf(m store.EnvironmentUse) machine {
+func environmentOf(m store.EnvironmentUse) environment {
 	var info map[string]any
 	json.Unmarshal(m.Info, &info) //nolint:errcheck // an unknown shape shows as the id
-	out := machine{ID: m.EnvironmentID, Name: fmt.Sprintf("environment %d", m.EnvironmentID), Samples: m.Samples, Last: m.Last}
+	out := environment{ID: m.EnvironmentID, Name: fmt.Sprintf("environment %d", m.EnvironmentID), Samples: m.Samples, Last: m.Last}
 	if h, ok := info["host"].(string); ok && h != "" {
 		out.Name = h
 	}
@@ -42,28 +42,60 @@ func machineOf(m store.EnvironmentUse) machine {
 	return out
 }
 
+// machineRow is one machine that joined the queue ('pgbisect daemon'), as
+// 'pgbisect status' lists it: its class, last heartbeat and current job.
+type machineRow struct {
+	store.Machine
+	// Job is the queue job it runs, when it runs one the queue lists.
+	Job *jobs.Job
+}
+
+func machineRows(ms []store.Machine, js []jobs.Job) []machineRow {
+	byKey := map[string]*jobs.Job{}
+	for i := range js {
+		byKey[js[i].Key] = &js[i]
+	}
+	out := make([]machineRow, 0, len(ms))
+	for _, m := range ms {
+		row := machineRow{Machine: m}
+		if m.Stopped.IsZero() && m.JobKey != "" {
+			row.Job = byKey[m.JobKey]
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	var d struct {
-		Machines   []machine
-		Running    []jobs.Job
-		Queue      []jobs.Job
-		Bisections []store.BisectionInfo
-		Findings   []store.Finding
-		Nights     []store.NightlyRun
+		// Queued is the job the request form just queued.
+		Queued       string
+		Machines     []machineRow
+		Environments []environment
+		Running      []jobs.Job
+		Queue        []jobs.Job
+		Bisections   []store.BisectionInfo
+		Findings     []store.Finding
+		Nights       []store.NightlyRun
 	}
-	ms, err := s.st.EnvironmentsUsed(ctx)
+	if q := r.URL.Query().Get("queued"); q != "" {
+		if _, err := strconv.ParseInt(q, 10, 64); err == nil {
+			d.Queued = q
+		}
+	}
+	es, err := s.st.EnvironmentsUsed(ctx)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	for _, m := range ms {
-		d.Machines = append(d.Machines, machineOf(m))
+	for _, e := range es {
+		d.Environments = append(d.Environments, environmentOf(e))
 	}
+	var js []jobs.Job
 	if s.cfg.Jobs != nil {
-		js, err := s.cfg.Jobs.Jobs(ctx, 0)
-		if err != nil {
+		if js, err = s.cfg.Jobs.Jobs(ctx, 0); err != nil {
 			s.fail(w, r, http.StatusInternalServerError, err)
 			return
 		}
@@ -76,6 +108,12 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	ms, err := s.st.Machines(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	d.Machines = machineRows(ms, js)
 	if d.Bisections, err = s.st.Bisections(ctx); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -21,13 +22,17 @@ import (
 type page struct {
 	Title string
 	Data  any
+	// SignedIn is whether the browser has a session; Writes whether this
+	// dashboard takes requests (for the header's links).
+	SignedIn, Writes bool
 }
 
 // render writes page name with data; a template error becomes a 500 before
 // anything is written.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	var buf bytes.Buffer
-	if err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, Data: data}); err != nil {
+	if err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, Data: data,
+		SignedIn: s.signedIn(r), Writes: s.writesOff() == nil}); err != nil {
 		s.log.Error("rendering a page", "page", name, "path", r.URL.Path, "err", err)
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return
@@ -63,7 +68,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, v any) {
 // fail writes an error page: 404 for what does not exist, the status given
 // otherwise. Server-side failures are logged; the page says what failed.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, bisect.ErrNotFound) {
 		status = http.StatusNotFound
 	}
 	if status >= 500 {
@@ -113,8 +118,14 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return s.cfg.CommitURL + hash
 		},
-		"seriesURL": func(scenario, metric, point string) string {
-			return "/series?" + url.Values{"scenario": {scenario}, "metric": {metric}, "point": {point}}.Encode()
+		// seriesURL links a series, of the default machine class unless
+		// a class is given.
+		"seriesURL": func(scenario, metric, point string, class ...string) string {
+			v := url.Values{"scenario": {scenario}, "metric": {metric}, "point": {point}}
+			if len(class) > 0 && class[0] != "" {
+				v.Set("class", class[0])
+			}
+			return "/series?" + v.Encode()
 		},
 		"path": url.PathEscape,
 		"json": func(v any) (template.JS, error) {

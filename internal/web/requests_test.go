@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/jobs"
@@ -29,14 +30,18 @@ func TestRequests(t *testing.T) {
 		if strings.HasSuffix(r.Scenario, "missing.yaml") {
 			return 0, fmt.Errorf("%w: scenario %s: no such file", ErrInvalid, r.Scenario)
 		}
-		row, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point}, class)
+		var req app.Request = app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point}
+		if r.Kind == "compare" {
+			req = app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}
+		}
+		row, err := queue.Enqueue(ctx, req, class)
 		if err != nil {
 			return 0, err
 		}
 		return row.ID, nil
 	}
 	classJobs := func() []jobs.Job {
-		all, err := queue.Jobs(context.Background(), 1000)
+		all, err := queue.Jobs(context.Background(), 0) // the jobs not finished
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +60,14 @@ func TestRequests(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	queued := func() int { return len(classJobs()) }
+	// A session made with another token, and this one's read session,
+	// do not write.
+	otherSrv, err := New(st, Config{Token: "another-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := otherSrv.sessionValue("write", time.Now().Add(time.Hour))
+	readSession := srv.sessionValue("read", time.Now().Add(time.Hour))
 	good := `{"kind": "bisect", "scenario": "configs/scenarios/copy-single.yaml", "good": "REL_15_0", "bad": "REL_16_0"}`
 	for _, tc := range []struct {
 		name, auth, body string
@@ -69,8 +82,16 @@ func TestRequests(t *testing.T) {
 		{"not JSON", "Bearer " + token, "kind=bisect", nil, 400, "not a JSON request object"},
 		{"unknown field", "Bearer " + token, `{"kind": "bisect", "goood": "x"}`, nil, 400, `unknown field \"goood\"`},
 		{"wrong type", "Bearer " + token, `{"kind": "bisect", "good": 15}`, nil, 400, `field \"good\": want a string`},
-		{"missing bad", "Bearer " + token, `{"kind": "bisect", "scenario": "s.yaml", "good": "a"}`, nil, 400, `field \"bad\" is required`},
-		{"wrong kind", "Bearer " + token, `{"kind": "compare", "scenario": "s.yaml", "good": "a", "bad": "b"}`, nil, 400, `field \"kind\"`},
+		{"missing bad", "Bearer " + token, `{"kind": "bisect", "scenario": "s.yaml", "good": "a"}`, nil, 400, `field \"bad\": required`},
+		{"wrong kind", "Bearer " + token, `{"kind": "run", "scenario": "s.yaml", "good": "a", "bad": "b"}`, nil, 400, `field \"kind\"`},
+		{"compare with good", "Bearer " + token, `{"kind": "compare", "scenario": "s.yaml", "good": "a", "bad": "b"}`, nil, 400, `field \"a\": required`},
+		{"compare with metric", "Bearer " + token, `{"kind": "compare", "scenario": "s.yaml", "a": "x", "b": "y", "metric": "tps"}`, nil, 400, `field \"metric\": not part of a compare request`},
+		{"bisect with b", "Bearer " + token, `{"kind": "bisect", "scenario": "s.yaml", "good": "x", "bad": "y", "b": "z"}`, nil, 400, `field \"b\"`},
+		{"min effect", "Bearer " + token, `{"kind": "compare", "scenario": "s.yaml", "a": "x", "b": "y", "min_effect": 5}`, nil, 400, `field \"min_effect\": 5 is out of range`},
+		{"max samples", "Bearer " + token, `{"kind": "compare", "scenario": "s.yaml", "a": "x", "b": "y", "max_samples": -1}`, nil, 400, `field \"max_samples\"`},
+		{"trailing", "Bearer " + token, good + " {}", nil, 400, "more than one JSON value"},
+		{"session of another token", "", good, map[string]string{"Cookie": writeCookie + "=" + other}, 401, "authentication required"},
+		{"read session", "", good, map[string]string{"Cookie": readCookie + "=" + readSession}, 401, "authentication required"},
 		{"invalid", "Bearer " + token, `{"kind": "bisect", "scenario": "missing.yaml", "good": "a", "bad": "b"}`, nil, 400, "no such file"},
 	} {
 		req, _ := http.NewRequest("POST", ts.URL+"/api/requests", strings.NewReader(tc.body))
@@ -98,26 +119,35 @@ func TestRequests(t *testing.T) {
 		}
 	}
 
-	req, _ := http.NewRequest("POST", ts.URL+"/api/requests", strings.NewReader(good))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		ID   int64  `json:"id"`
-		Kind string `json:"kind"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 201 || out.Kind != "bisect" {
-		t.Fatalf("%d %+v %v", resp.StatusCode, out, err)
-	}
-	got := classJobs()
-	if len(got) != 1 || got[0].ID != out.ID || got[0].Kind != "bisect" || got[0].State != "available" || !strings.Contains(string(got[0].Args), "REL_16_0") {
-		t.Fatalf("job %d: %+v", out.ID, got)
-	}
-	if _, err := queue.Cancel(context.Background(), out.ID); err != nil {
-		t.Fatal(err)
+	// A bisection with the bearer token, a comparison with the browser's
+	// write session.
+	compare := `{"kind": "compare", "scenario": "configs/scenarios/copy-single.yaml", "a": "REL_16_0", "b": "REL_17_0", "min_effect": 0.05}`
+	for _, tc := range []struct{ kind, body, header, value string }{
+		{"bisect", good, "Authorization", "Bearer " + token},
+		{"compare", compare, "Cookie", writeCookie + "=" + srv.sessionValue("write", time.Now().Add(time.Hour))},
+	} {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/requests", strings.NewReader(tc.body))
+		req.Header.Set(tc.header, tc.value)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			ID   int64  `json:"id"`
+			Kind string `json:"kind"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 201 || out.Kind != tc.kind {
+			t.Fatalf("%s: %d %+v %v", tc.kind, resp.StatusCode, out, err)
+		}
+		got := classJobs()
+		if len(got) != 1 || got[0].ID != out.ID || got[0].Kind != tc.kind || got[0].State != "available" || !strings.Contains(string(got[0].Args), "REL_16_0") {
+			t.Fatalf("job %d: %+v", out.ID, got)
+		}
+		if _, err := queue.Cancel(context.Background(), out.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 // SeriesData is one nightly series as the chart draws it and /api/series
 // returns it. Field names are stable.
 type SeriesData struct {
-	Branch   string `json:"branch,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Class is the machine class whose nightly runs these are; "" (left
+	// out) is the default class.
+	Class    string `json:"class,omitempty"`
 	Scenario string `json:"scenario"`
 	Metric   string `json:"metric"`
 	Point    string `json:"point"`
@@ -75,16 +78,19 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 // seriesData reads one series and marks its change points and findings.
-func (s *Server) seriesData(ctx context.Context, scenario, metric, point string) (*SeriesData, error) {
-	pts, err := s.st.Series(ctx, s.cfg.Branch, scenario, metric, point)
+func (s *Server) seriesData(ctx context.Context, class, scenario, metric, point string) (*SeriesData, error) {
+	if class == "default" {
+		class = "" // as the store keeps it
+	}
+	pts, err := s.st.ClassSeries(ctx, class, s.cfg.Branch, scenario, metric, point)
 	if err != nil {
 		return nil, err
 	}
 	if len(pts) == 0 {
-		return nil, fmt.Errorf("no nightly series %q %q at point %q: %w (the series page lists those there are)",
-			scenario, metric, point, store.ErrNotFound)
+		return nil, fmt.Errorf("no nightly series %q %q at point %q of machine class %q: %w (the series page lists those there are)",
+			scenario, metric, point, firstOf(class, "default"), store.ErrNotFound)
 	}
-	d := &SeriesData{Branch: s.cfg.Branch, Scenario: scenario, Metric: metric, Point: point,
+	d := &SeriesData{Branch: s.cfg.Branch, Class: class, Scenario: scenario, Metric: metric, Point: point,
 		ChangePoints: []SeriesChange{}, Culprits: []SeriesCulprit{}}
 	medians := make([]float64, len(pts))
 	byCommit := map[string]int{}
@@ -147,15 +153,19 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "serieslist", "Nightly series", keys)
 		return
 	}
-	d, err := s.seriesData(ctx, q.Get("scenario"), q.Get("metric"), q.Get("point"))
+	d, err := s.seriesData(ctx, q.Get("class"), q.Get("scenario"), q.Get("metric"), q.Get("point"))
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "series", fmt.Sprintf("%s %s %s", d.Scenario, d.Point, d.Metric), d)
+	title := fmt.Sprintf("%s %s %s", d.Scenario, d.Point, d.Metric)
+	if d.Class != "" {
+		title += " on " + d.Class
+	}
+	s.render(w, r, http.StatusOK, "series", title, d)
 }
 
-// seriesJSON is /api/series?scenario=&metric=&point=.
+// seriesJSON is /api/series?scenario=&metric=&point=[&class=].
 func (s *Server) seriesJSON(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -166,7 +176,7 @@ func (s *Server) seriesJSON(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.seriesData(ctx, q.Get("scenario"), q.Get("metric"), q.Get("point"))
+	d, err := s.seriesData(ctx, q.Get("class"), q.Get("scenario"), q.Get("metric"), q.Get("point"))
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, store.ErrNotFound) {
@@ -176,4 +186,13 @@ func (s *Server) seriesJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, d)
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }

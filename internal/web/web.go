@@ -9,14 +9,14 @@
 // because its progress reaches the page through the store's event stream
 // (LISTEN/NOTIFY), not through memory. Everything the browser loads (the
 // chart library included) is embedded in the binary, so the dashboard works
-// on a benchmark farm with no internet. Its one write, POST /api/requests,
-// queues a bisection and needs a bearer token.
+// on a benchmark farm with no internet. Its one write, queueing a bisection
+// or a comparison (POST /api/requests, or the request form), needs the
+// token; reads need it too on a private dashboard (auth.go).
 package web
 
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -30,21 +30,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
 // Results are the reads the pages make; *store.Store has them.
 type Results interface {
+	Machines(ctx context.Context) ([]store.Machine, error)
 	EnvironmentsUsed(ctx context.Context) ([]store.EnvironmentUse, error)
 	NightlyRuns(ctx context.Context, limit int) ([]store.NightlyRun, error)
 	NightlyRun(ctx context.Context, id int64) (store.NightlyRun, error)
 	SeriesKeys(ctx context.Context, branch string) ([]store.SeriesKey, error)
-	Series(ctx context.Context, branch, scenario, metric, point string) ([]store.SeriesPoint, error)
+	ClassSeries(ctx context.Context, class, branch, scenario, metric, point string) ([]store.SeriesPoint, error)
 	Samples(ctx context.Context, q store.SampleQuery) ([]store.Sample, error)
 	Build(ctx context.Context, key string) (store.Build, error)
 	Bisections(ctx context.Context, statuses ...string) ([]store.BisectionInfo, error)
-	BisectionRecord(ctx context.Context, id string) (json.RawMessage, string, error)
+	LoadBisection(ctx context.Context, id string) (*bisect.State, error)
 	Findings(ctx context.Context) ([]store.Finding, error)
 	Finding(ctx context.Context, id string) (store.Finding, error)
 }
@@ -73,7 +75,8 @@ type Store interface {
 }
 
 // DefaultAddr is where Serve listens when Config.Addr is empty: the
-// loopback interface only, since the pages are not authenticated.
+// loopback interface only, since the pages are public unless
+// Config.Private.
 const DefaultAddr = "127.0.0.1:8080"
 
 // Config configures a Server.
@@ -97,9 +100,15 @@ type Config struct {
 	// /github/webhook (it checks their signature itself).
 	Webhook http.Handler
 
-	// Token authenticates the write API (POST /api/requests) as a bearer
-	// token. Empty disables writes. It is never logged.
+	// Token authenticates writes (POST /api/requests, the request form),
+	// as a bearer token or through a session made by signing in with it
+	// at /login. Empty disables writes. It is never logged.
 	Token string
+	// Private makes every page, the API, the event streams and /metrics
+	// need the token too. Default: public reads.
+	Private bool
+	// Scenarios are the scenario names the request form offers.
+	Scenarios []string
 	// Enqueue queues a valid request and returns its job id; errors
 	// wrapping ErrInvalid are the request's fault. Nil disables writes.
 	Enqueue func(ctx context.Context, r Request) (int64, error)
@@ -114,6 +123,7 @@ var staticFS embed.FS
 // Server is the dashboard. Create it with New; it is an http.Handler.
 type Server struct {
 	st    Store
+	cop   *http.CrossOriginProtection
 	cfg   Config
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -130,13 +140,17 @@ func New(st Store, cfg Config) (*Server, error) {
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = 30 * time.Second
 	}
-	s := &Server{st: st, cfg: cfg, log: cfg.Log, mux: http.NewServeMux(), pages: map[string]*template.Template{}}
+	s := &Server{st: st, cfg: cfg, log: cfg.Log, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+		cop: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Private && cfg.Token == "" {
+		return nil, errors.New("a private dashboard needs a token: set PGBISECT_WEB_TOKEN")
+	}
 	for name, files := range map[string][]string{
 		"overview": nil, "serieslist": nil, "series": nil, "night": nil, "commit": nil,
-		"bisections": nil, "bisection": {"live"}, "finding": nil, "error": nil,
+		"bisections": nil, "bisection": {"live"}, "finding": nil, "error": nil, "login": nil, "request": nil,
 	} {
 		paths := []string{"templates/layout.html", "templates/" + name + ".html"}
 		for _, f := range files {
@@ -173,8 +187,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bisections/{id}/live", s.bisectionLive)
 	s.mux.HandleFunc("GET /api/bisections/{id}", s.bisectionJSON)
 	s.mux.HandleFunc("GET /events/{job}", s.events)
-	// Browsers' cross-site POSTs are refused before authentication.
-	s.mux.Handle("POST /api/requests", http.NewCrossOriginProtection().Handler(http.HandlerFunc(s.requests)))
+	s.mux.HandleFunc("POST /api/requests", s.requests)
+	s.mux.HandleFunc("GET /request", s.requestForm)
+	s.mux.HandleFunc("POST /request", s.requestPost)
+	s.mux.HandleFunc("GET /login", s.login)
+	s.mux.HandleFunc("POST /login", s.loginPost)
+	s.mux.HandleFunc("POST /logout", s.logout)
 	if s.cfg.Webhook != nil {
 		s.mux.Handle("POST /github/webhook", s.cfg.Webhook)
 	}
@@ -188,7 +206,17 @@ func (s *Server) routes() {
 // ServeHTTP serves the dashboard.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	// A browser's cross-origin POST is refused before anything else
+	// (programs, such as curl or GitHub's webhook, send no Origin or
+	// Sec-Fetch-Site and pass).
+	if err := s.cop.Check(r); err != nil {
+		http.Error(w, err.Error()+": a form on another site cannot post to the dashboard", http.StatusForbidden)
+		return
+	}
+	if s.private(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

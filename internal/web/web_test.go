@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -63,6 +64,8 @@ func TestPages(t *testing.T) {
 		want []string
 	}{
 		{"/", []string{f.Host, "Test CPU", f.FindingID, f.BisectionID, "waiting for progress",
+			"<td>" + f.Machine + "</td><td>web-pages</td><td>4242</td>", fmt.Sprintf("job %d <b>bisect</b>", f.Running),
+			"<td>" + f.Idle + "</td><td>web-pages</td><td>4242</td>\n<td>stopped ",
 			`data-job="` + f.RunningEvents + `"`, "v3", "-15.0%", short(step.Commit)}},
 		{"/series", []string{f.Scenario, "scenario=" + f.Scenario}},
 		{seriesPath(f), []string{`id="series-data"`, step.Commit, `"change_points":[{"index":10`, f.FindingID,
@@ -130,7 +133,7 @@ func TestBadRequests(t *testing.T) {
 		want string
 	}{
 		{"/no/such/page", 404, "no page /no/such/page"},
-		{"/bisections/no-such-bisection", 404, "bisection no-such-bisection"},
+		{"/bisections/no-such-bisection", 404, "no such bisection: no-such-bisection"},
 		{"/findings/no-such-finding", 404, "finding no-such-finding"},
 		{"/findings/" + f.FindingID + "/plots/other.png", 404, "has no plot"},
 		{"/nights/x", 404, "ids are numbers"},
@@ -304,5 +307,31 @@ func TestDefaultAddrIsLoopback(t *testing.T) {
 	host, _, err := net.SplitHostPort(DefaultAddr)
 	if err != nil || !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("DefaultAddr %q is not a loopback address", DefaultAddr)
+	}
+}
+
+// TestSeriesOfClass: nightly series are per machine class; a class's series
+// is listed with its class and read with ?class=.
+func TestSeriesOfClass(t *testing.T) {
+	ts, st := newTestServer(t)
+	f := seed(t, st, "klass")
+	if _, err := st.Pool().Exec(context.Background(), "UPDATE nightly_runs SET machine_class = 'bench-klass' WHERE branch = $1", f.Branch); err != nil {
+		t.Fatal(err)
+	}
+	q := seriesPath(f)[len("/series?"):]
+	_, list, _ := get(t, ts, "/series")
+	if !strings.Contains(list, "/series?"+strings.ReplaceAll("class=bench-klass&"+q, "&", "&amp;")) || !strings.Contains(list, "<td>bench-klass</td>") {
+		t.Errorf("the series list does not link the class's series:\n%s", list)
+	}
+	if code, body, _ := get(t, ts, "/api/series?"+q); code != 404 || !strings.Contains(body, `machine class \"default\"`) {
+		t.Errorf("the default class's series: %d %s", code, body)
+	}
+	code, body, _ := get(t, ts, "/api/series?class=bench-klass&"+q)
+	var d SeriesData
+	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil || d.Class != "bench-klass" || len(d.Nights) != fixtureNights {
+		t.Fatalf("the class's series: %d %v %+v", code, err, d)
+	}
+	if code, body, _ := get(t, ts, "/series?class=bench-klass&"+q); code != 200 || !strings.Contains(body, "on bench-klass</h1>") {
+		t.Errorf("the class's series page: %d\n%s", code, body)
 	}
 }
