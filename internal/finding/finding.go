@@ -116,6 +116,9 @@ type Finding struct {
 	// SamplesBy says where a bisection's runs went; nil for findings that
 	// are not bisections (or were saved before it existed).
 	SamplesBy *SampleSpend `json:"samples_by,omitempty"`
+	// Stopped is set when a bisection stopped at its time bound (--max-time)
+	// before it was done: its partial answer.
+	Stopped *Stopped `json:"stopped,omitempty"`
 	// Warnings are caveats shown in every report: noisy samples, few runs,
 	// an endpoint that needed a clean rebuild.
 	Warnings []string `json:"warnings,omitempty"`
