@@ -790,7 +790,8 @@ func (s *State) finishBroken(now time.Time) {
 func (s *State) done(now time.Time) {
 	s.Phase = PhaseDone
 	s.logf(now, "outcome", "", "%s: %s", s.Outcome, s.Summary)
-	s.logf(now, "spend", "", "%s", s.Spend())
+	sp := s.Spend()
+	s.logf(now, "spend", "", "%d samples: %s", sp.Total(), sp)
 }
 
 // RangeName is "abc1234567" for one commit, "abc..def" for several.

@@ -66,8 +66,7 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		Started: s.Started, Finished: s.Updated, Builds: s.BuildsDone, Samples: s.SamplesTaken,
 	}
 	sp := s.Spend()
-	f.SamplesBy = &SampleSpend{Endpoints: sp.Endpoints, Search: sp.Search, Checks: sp.Checks, Regression: sp.Regression,
-		Same: sp.Same, Smaller: sp.Smaller, Undecided: sp.Undecided + sp.Improvement, Unsplit: sp.Unsplit}
+	f.SamplesBy = &sp
 	switch s.Outcome {
 	case bisect.OutcomeFound:
 		f.Kind = Regression
