@@ -205,7 +205,7 @@ func TestTimeBoundSimulation(t *testing.T) {
 	for _, cfg := range []SimConfig{
 		{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3, MaxTime: 12 * time.Hour},
 		{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3, MaxTime: 20 * time.Hour},
-		{Commits: 1000, Culprits: 0, BrokenStretches: 3, MaxTime: 2 * time.Hour},
+		{Commits: 1000, Culprits: 0, BrokenStretches: 3, MaxTime: 3 * time.Hour},
 	} {
 		runs, stopped, held, wrong, spent := 30, 0, 0, 0, time.Duration(0)
 		for seed := range uint64(runs) {
