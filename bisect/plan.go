@@ -460,7 +460,7 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 			return c.A.N >= SmallerFrom && c.B.N >= SmallerFrom && worseHi < theta
 		}
 	}
-	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.pairThresholds(k), s.orderSeed(2*k), smaller)
+	side, c := s.decide(s.recent(l.Key, p.From), s.recent(r.Key, p.From), &p.Target, s.Inputs.Thresholds, s.orderSeed(2*k), smaller)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{p.Left, p.Right}[side], Pair: k, Check: -1}, false
 	}
