@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,5 +246,29 @@ func TestTimeBoundSimulation(t *testing.T) {
 		if wrong > 0 {
 			t.Errorf("%d culprits: %d runs blamed a wrong commit", cfg.Culprits, wrong)
 		}
+	}
+}
+
+// The start line says the budget and what is left; a progress line says
+// the time left once a sample has been timed, and the bound.
+func TestBudgetLines(t *testing.T) {
+	s, e, _ := boundSim(t, SimConfig{Commits: 100, Culprits: 1, Effect: 0.10, MaxTime: 10 * time.Hour}, 1)
+	start := s.Budget()
+	for _, want := range []string{"budget: up to 60 samples per side per comparison, 120 per check; estimated ", " samples and 7 builds left (times once the first sample is taken); time bound 10h0m0s, 0s spent"} {
+		if !strings.Contains(start, want) {
+			t.Errorf("start line %q lacks %q", start, want)
+		}
+	}
+	var line string
+	e.Progress = func(st Status) {
+		if s.SamplesTaken == 12 {
+			line = st.String()
+		}
+	}
+	if err := e.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(line, "left (bound 10h0m0s, 18m0s spent)") || !strings.Contains(line, ", about ") {
+		t.Errorf("progress line %q: want the time left and the bound", line)
 	}
 }
