@@ -34,11 +34,8 @@ type Action struct {
 	Check int
 }
 
-// Next decides what to do next. It is deterministic: the same State always
-// gives the same Action, which is what makes resuming exact. It records the
-// decisions that need no I/O (verdicts, splits, the outcome) in s, so it
-// must be called again after each result is recorded.
-func (s *State) Next(now time.Time) Action {
+// next decides what to do next, the time bound aside (see Next).
+func (s *State) next(now time.Time) Action {
 	for {
 		if n := len(s.Commits) - 1; s.Phase != PhaseDone && (s.Skipped(0) || s.Skipped(n)) {
 			s.finishBroken(now)
@@ -650,26 +647,7 @@ func (s *State) startChecks(now time.Time) {
 // finish turns the checks and the search's pairs into culprits, ranges and
 // an outcome.
 func (s *State) finish(now time.Time) {
-	for _, ch := range s.Checks {
-		rg := Range{Parent: ch.Left, First: ch.Left + 1, Last: ch.Right, Result: ch.Result}
-		if ch.Verdict == VerdictUnmeasurable {
-			rg.Note = "the search judged it a regression but a commit of its check could not be measured any more"
-			s.Unconfirmed = append(s.Unconfirmed, rg)
-			continue
-		}
-		if ch.Verdict != VerdictRegression {
-			rg.Note = fmt.Sprintf("the search judged it a regression but fresh samples did not confirm it (%s)", ch.Verdict)
-			s.Unconfirmed = append(s.Unconfirmed, rg)
-			continue
-		}
-		cands := s.candidates(ch.Left, ch.Right)
-		rg.First, rg.Last = cands[0], cands[len(cands)-1]
-		if len(cands) > 1 {
-			rg.Note = fmt.Sprintf("%d candidate commits: the commits between %s, so the culprit cannot be told apart", len(cands), s.skipWhy(cands[:len(cands)-1]))
-		}
-		s.Culprits = append(s.Culprits, Culprit{Range: rg, Candidates: cands, Search: s.Pairs[s.pairIndex(ch.Left, ch.Right)].Result})
-	}
-	slices.SortStableFunc(s.Culprits, func(a, b Culprit) int { return cmp.Compare(b.Result.Worse, a.Result.Worse) })
+	s.checkResults()
 	s.Unresolved = s.unresolved()
 
 	switch {
@@ -693,6 +671,35 @@ func (s *State) finish(now time.Time) {
 			s.Pairs[0].Result, len(s.Unresolved), len(s.Unconfirmed))
 	}
 	s.done(now)
+}
+
+// checkResults turns the decided checks into culprits, largest effect
+// first, and unconfirmed suspects; checks still running are left out (a
+// bisection stopped at its time bound).
+func (s *State) checkResults() {
+	for _, ch := range s.Checks {
+		if ch.Verdict == VerdictPending {
+			continue
+		}
+		rg := Range{Parent: ch.Left, First: ch.Left + 1, Last: ch.Right, Result: ch.Result}
+		if ch.Verdict == VerdictUnmeasurable {
+			rg.Note = "the search judged it a regression but a commit of its check could not be measured any more"
+			s.Unconfirmed = append(s.Unconfirmed, rg)
+			continue
+		}
+		if ch.Verdict != VerdictRegression {
+			rg.Note = fmt.Sprintf("the search judged it a regression but fresh samples did not confirm it (%s)", ch.Verdict)
+			s.Unconfirmed = append(s.Unconfirmed, rg)
+			continue
+		}
+		cands := s.candidates(ch.Left, ch.Right)
+		rg.First, rg.Last = cands[0], cands[len(cands)-1]
+		if len(cands) > 1 {
+			rg.Note = fmt.Sprintf("%d candidate commits: the commits between %s, so the culprit cannot be told apart", len(cands), s.skipWhy(cands[:len(cands)-1]))
+		}
+		s.Culprits = append(s.Culprits, Culprit{Range: rg, Candidates: cands, Search: s.Pairs[s.pairIndex(ch.Left, ch.Right)].Result})
+	}
+	slices.SortStableFunc(s.Culprits, func(a, b Culprit) int { return cmp.Compare(b.Result.Worse, a.Result.Worse) })
 }
 
 // unresolved returns the ranges known to hold a regression that the search
@@ -783,7 +790,8 @@ func (s *State) finishBroken(now time.Time) {
 func (s *State) done(now time.Time) {
 	s.Phase = PhaseDone
 	s.logf(now, "outcome", "", "%s: %s", s.Outcome, s.Summary)
-	s.logf(now, "spend", "", "%s", s.Spend())
+	sp := s.Spend()
+	s.logf(now, "spend", "", "%d samples: %s", sp.Total(), sp)
 }
 
 // RangeName is "abc1234567" for one commit, "abc..def" for several.

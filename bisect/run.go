@@ -100,12 +100,21 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 	if s.SamplesTaken > 0 && !s.Done() {
 		s.logf(now(), "resume", "", "resuming with %d samples and %d builds recorded", s.SamplesTaken, s.BuildsDone)
 	}
+	// Spent counts this run's time from here; an interrupted step, which
+	// records nothing, counts nothing.
+	last := now()
+	spend := func() {
+		t := now()
+		s.Spent += t.Sub(last)
+		last = t
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		act := s.Next(now())
 		if act.Kind == ActDone {
+			spend()
 			s.Updated = now()
 			return e.save(ctx, s)
 		}
@@ -134,6 +143,7 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 			}
 			s.Updated = now()
 		}
+		spend()
 		if err := e.save(ctx, s); err != nil {
 			return err
 		}

@@ -50,6 +50,10 @@ type SimConfig struct {
 	// Hints models a profile of the endpoints pointing the search at
 	// commits (State.Hints); zero: no hints.
 	Hints SimHints
+	// MaxTime is the bisection's time bound (State.MaxTime); zero: none.
+	// The simulated clock advances SampleTime per sample and BuildTime
+	// per build (default 1 and 3 minutes).
+	MaxTime, SampleTime, BuildTime time.Duration
 }
 
 // SimHints models how a profile of the endpoints points at commits: the
@@ -262,6 +266,12 @@ func (cfg SimConfig) withDefaults() SimConfig {
 	if cfg.DocFraction == 0 {
 		cfg.DocFraction = 0.2
 	}
+	if cfg.SampleTime == 0 {
+		cfg.SampleTime = time.Minute
+	}
+	if cfg.BuildTime == 0 {
+		cfg.BuildTime = 3 * time.Minute
+	}
 	return cfg
 }
 
@@ -273,6 +283,9 @@ type simLab struct {
 	draw   func(side int) float64 // the noise factor of the next run
 	builds map[string]int         // builds per hash; must never exceed 1 for a key
 	speed  *machine               // drift; nil: none
+	// clock is the simulated time, advanced by every build and sample.
+	clock                 time.Time
+	sampleTime, buildTime time.Duration
 }
 
 // newSimLab returns a lab whose runs draw noise of the given model at
@@ -291,6 +304,9 @@ func (l *simLab) Build(_ context.Context, hash string) (Target, error) {
 		return nil, fmt.Errorf("unknown commit %s", hash)
 	}
 	l.builds[hash]++
+	if l.builds[hash] == 1 {
+		l.clock = l.clock.Add(l.buildTime) // later builds are cache hits
+	}
 	if l.h.Broken[i] {
 		return nil, &BrokenError{Reason: "simulated compile error"}
 	}
@@ -298,6 +314,7 @@ func (l *simLab) Build(_ context.Context, hash string) (Target, error) {
 }
 
 func (l *simLab) Measure(_ context.Context, t Target) (float64, error) {
+	l.clock = l.clock.Add(l.sampleTime)
 	v := 100 * l.h.Level[t.(int)] * l.draw(0)
 	if l.speed != nil {
 		v *= l.speed.next()
@@ -353,7 +370,9 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 		s.Plan = max(cfg.Plan, 0)
 	}
 	s.Hints = cfg.Hints.draw(h, seed)
-	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
+	s.MaxTime = cfg.MaxTime
+	lab.sampleTime, lab.buildTime = cfg.SampleTime, cfg.BuildTime
+	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return lab.clock }}
 	if err := e.Run(context.Background(), s); err != nil {
 		return SimRun{}, nil, nil, err
 	}

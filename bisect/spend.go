@@ -67,20 +67,24 @@ func (s *State) Spend() Spend {
 	return sp
 }
 
-// String is "412 samples: endpoints 40, search 300, checks 72; regression
-// 120, same 200, undecided 92".
+// String is "endpoints 40, search 300, checks 72; regression 120, same
+// 200, smaller 60, undecided 32": the one text of the split, in the
+// bisection's log (after the total), the reports' footers and the CLI.
+// Smaller counts samples of halves shown smaller than the regression they
+// were split from; improvement, when any, and the samples a state saved
+// before they were counted per comparison could not attribute ("N not
+// attributed") follow.
 func (sp Spend) String() string {
-	out := fmt.Sprintf("%d samples: endpoints %d, search %d, checks %d; regression %d, same %d", sp.Total(),
-		sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
+	out := fmt.Sprintf("endpoints %d, search %d, checks %d; regression %d, same %d", sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
 	if sp.Smaller > 0 {
-		out += fmt.Sprintf(", smaller than the parent's regression %d", sp.Smaller)
+		out += fmt.Sprintf(", smaller %d", sp.Smaller)
 	}
 	if sp.Improvement > 0 {
 		out += fmt.Sprintf(", improvement %d", sp.Improvement)
 	}
 	out += fmt.Sprintf(", undecided %d", sp.Undecided)
 	if sp.Unsplit > 0 {
-		out += fmt.Sprintf("; %d taken before samples were counted per comparison", sp.Unsplit)
+		out += fmt.Sprintf("; %d not attributed", sp.Unsplit)
 	}
 	return out
 }

@@ -99,6 +99,21 @@ type State struct {
 	// Unconfirmed are suspects whose re-verification did not show a
 	// regression: reported, never blamed.
 	Unconfirmed []Range `json:"unconfirmed,omitempty"`
+	// Unjudged are ranges beside a regression that a bisection stopped at
+	// its time bound left unjudged: they may hold another regression.
+	Unjudged []Range `json:"unjudged,omitempty"`
+
+	// MaxTime bounds the bisection's Spent time; 0: no bound. At the bound
+	// the planner stops with what it has (OutcomeTimeBound, budget.go).
+	// It is no input: it can be raised when the bisection is resumed.
+	MaxTime time.Duration `json:"max_time,omitempty"`
+	// Spent is the wall time the engine has worked on the bisection
+	// (builds, samples, saves), summed over every run of it, so that a
+	// resumed bisection keeps counting; time between runs is not spent.
+	Spent time.Duration `json:"spent,omitempty"`
+	// StoppedIn is the phase a bisection stopped at its time bound was
+	// in, where it continues when the bound is raised.
+	StoppedIn Phase `json:"stopped_in,omitempty"`
 
 	// Outcome is set when Phase is PhaseDone.
 	Outcome Outcome `json:"outcome,omitempty"`
@@ -212,6 +227,11 @@ const (
 	// OutcomeBroken: an endpoint does not build, or builds but cannot be
 	// measured while the other endpoint can.
 	OutcomeBroken Outcome = "broken-endpoint"
+	// OutcomeTimeBound: the bisection stopped at its time bound
+	// (State.MaxTime) with a partial answer: the culprits confirmed
+	// before it, the ranges narrowed so far (Unresolved), and the
+	// verdicts made. Raising the bound resumes it.
+	OutcomeTimeBound Outcome = "time-bound"
 )
 
 // Verdict is a judgement of one comparison (a copy of stats.Verdict as a

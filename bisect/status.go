@@ -48,6 +48,11 @@ type Status struct {
 	Builds, Samples int
 	// Elapsed is the time since the bisection started.
 	Elapsed time.Duration
+	// Left is the estimate of what is left (see State.Estimate).
+	Left Estimate
+	// MaxTime is the bisection's time bound (0: none) and Spent the time
+	// counted against it.
+	MaxTime, Spent time.Duration
 }
 
 // Status describes the bisection as act is about to be performed.
@@ -55,6 +60,7 @@ func (s *State) Status(act Action, now time.Time) Status {
 	st := Status{
 		Phase: s.Phase, Step: "sample", Commit: s.Commits[act.Commit],
 		Builds: s.BuildsDone, Samples: s.SamplesTaken, Elapsed: now.Sub(s.Started),
+		Left: s.Estimate(), MaxTime: s.MaxTime, Spent: s.Spent,
 	}
 	if act.Kind == ActBuild {
 		st.Step = "build"
@@ -107,6 +113,15 @@ func (st Status) String() string {
 	if st.Of > 0 {
 		what += fmt.Sprintf(" (%d of %d samples)", st.Done+1, st.Of)
 	}
-	return fmt.Sprintf("[%s] %s: %s; %d verdicts (%d regressions), %d candidate commits left, %d builds, %d samples, %s elapsed",
+	out := fmt.Sprintf("[%s] %s: %s; %d verdicts (%d regressions), %d candidate commits left, %d builds, %d samples, %s elapsed",
 		st.Phase, what, st.Commit.Subject, st.Verdicts, st.Regressions, st.RangeLeft, st.Builds, st.Samples, st.Elapsed.Round(time.Second))
+	if st.Left.PerSample > 0 {
+		out += fmt.Sprintf(", about %s–%s left", roundDuration(st.Left.TimeLo()), roundDuration(st.Left.TimeHi()))
+	} else {
+		out += fmt.Sprintf(", %d–%d samples left", st.Left.SamplesLo, st.Left.SamplesHi)
+	}
+	if st.MaxTime > 0 {
+		out += fmt.Sprintf(" (bound %s, %s spent)", st.MaxTime, roundDuration(st.Spent))
+	}
+	return out
 }

@@ -143,6 +143,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 			if req.ReuseSamples {
 				st.Window = 0
 			}
+			st.MaxTime = req.MaxTime
 			// Saved at once, so the ID printed below resumes even if the
 			// first build or sample fails.
 			if err := saver.SaveBisection(ctx, st); err != nil {
@@ -158,6 +159,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	} else {
 		j.setJob(st.ID)
 	}
+	bisectBound(st, req.MaxTime, sink)
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, sink: sink}
@@ -174,7 +176,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		if t, err := bb.Build(ctx, good.Hash); err == nil {
 			runner.ClientBin = t.(bisectTarget).BinDir
 		}
-		st.BuildTime += time.Since(start) // the engine finds it in the cache
+		// The engine finds it in the cache; its time counts all the same.
+		st.BuildTime += time.Since(start)
+		st.Spent += time.Since(start)
 	}
 	// Progress: a status line before each build and sample, and each
 	// decision (verdict, split, skip, check) as it is made.
@@ -187,6 +191,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		}
 		shown = len(st.Events)
 	}
+	bisectBudget(st, sink)
 	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Progress: func(s bisect.Status) {
 		events()
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})

@@ -39,6 +39,11 @@ type BisectRequest struct {
 	Alpha      float64 `json:"alpha,omitempty"`
 	MinEffect  float64 `json:"min_effect,omitempty"`
 	MaxSamples int     `json:"max_samples,omitempty"`
+	// MaxTime bounds the whole bisection's time (bisect.State.MaxTime);
+	// 0: no bound, or, on a resume, the bound it had. Given on a resume
+	// it replaces the bound: a bisection stopped at its bound continues
+	// when the new one is longer than the time it spent.
+	MaxTime time.Duration `json:"max_time,omitempty"`
 	// Resume is a bisection ID to resume instead; its inputs are in the
 	// results store.
 	Resume string `json:"resume,omitempty"`
@@ -103,6 +108,9 @@ func (r BisectRequest) Args() []string {
 	if r.MaxSamples != 0 {
 		a = append(a, "--max-samples", fmt.Sprint(r.MaxSamples))
 	}
+	if r.MaxTime != 0 {
+		a = append(a, "--max-time", r.MaxTime.String())
+	}
 	a = append(a, setFlags(r.Set)...)
 	add("--client-bin", r.ClientBin)
 	if r.KeepClusters {
@@ -144,6 +152,9 @@ func (r BisectRequest) Validate() error {
 	}
 	if r.MinEffect < 0 || r.MinEffect >= 1 {
 		return badRequest("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", r.MinEffect)
+	}
+	if r.MaxTime < 0 {
+		return badRequest("--max-time %s is negative: give the longest the whole bisection may take, such as 8h", r.MaxTime)
 	}
 	if r.ProfileRuns != nil && *r.ProfileRuns < 0 {
 		return badRequest("--profile-runs %d: give a number of runs, or 0 for no profiles", *r.ProfileRuns)

@@ -37,6 +37,7 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.BoolVar(&req.ReuseSamples, "reuse-samples", false, "let each comparison reuse every earlier sample of a commit: about half the samples, but only\nsafe on a dedicated, quiet machine (the speed of a shared one drifts over hours)")
 	fs.Float64Var(&req.MinEffect, "min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.05)")
 	fs.IntVar(&req.MaxSamples, "max-samples", 0, "sample budget per side of one comparison (default 60; checks get twice as many)")
+	fs.DurationVar(&req.MaxTime, "max-time", 0, "bound on the whole bisection's time, such as 8h (default none): at it the bisection stops with the\nrange narrowed so far and the verdicts made; give a longer one when resuming to continue")
 	fs.Float64Var(&req.Alpha, "alpha", 0, "false-positive rate of one search comparison (default 0.05; blames are bounded at 1% separately)")
 	fs.StringVar(&req.Resume, "resume", "", "resume the bisection `ID` (re-running the same command resumes it too)")
 	fs.BoolVar(&req.Post, "post", false, "post the finding to the GitHub repository of the config")
@@ -120,9 +121,12 @@ func bisectPrintResult(w io.Writer, out *app.BisectResult) {
 		}
 	}
 	revertPrint(w, out.Finding)
-	revertPrint(w, out.Finding)
-	for _, u := range st.Unresolved {
-		fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
+	if out.Finding.Stopped != nil {
+		bisectPrintStopped(w, st.ID, out.Finding.Stopped)
+	} else {
+		for _, u := range st.Unresolved {
+			fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
+		}
 	}
 	fmt.Fprintf(w, "\n%d builds, %d samples in %s (%s building, %s measuring)\n", st.BuildsDone, st.SamplesTaken,
 		bisectWall(st).Round(time.Second), st.BuildTime.Round(time.Second), st.MeasureTime.Round(time.Second))

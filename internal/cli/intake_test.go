@@ -22,13 +22,13 @@ func TestIntakeParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	parse := intakeParser(cfg)
-	req, err := parse(strings.Fields("bisect copy-single --good REL_15_0 --bad REL_16_0 --metric copy_time --set rows=1000"))
+	req, err := parse(strings.Fields("bisect copy-single --good REL_15_0 --bad REL_16_0 --metric copy_time --set rows=1000 --max-time 8h"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b app.BisectRequest
 	if err := json.Unmarshal(req.Body, &b); err != nil || req.Kind != "bisect" || !filepath.IsAbs(b.Scenario) ||
-		!strings.HasSuffix(b.Scenario, "configs/scenarios/copy-single.yaml") || b.Good != "REL_15_0" || b.Set["rows"] != "1000" {
+		!strings.HasSuffix(b.Scenario, "configs/scenarios/copy-single.yaml") || b.Good != "REL_15_0" || b.Set["rows"] != "1000" || b.MaxTime != 8*time.Hour {
 		t.Errorf("bisect: %+v %s %v", req, req.Body, err)
 	}
 	req, err = parse(strings.Fields("compare copy-single REL_15_0 REL_16_0 --point clients=1"))
@@ -41,6 +41,7 @@ func TestIntakeParser(t *testing.T) {
 		{"bisect copy-single --good A --badd B", "bisect: unknown flag --badd (did you mean --bad?)"},
 		{"bisect ../../etc/passwd --good A --bad B", "give the name of one of the bot's scenarios, not a path"},
 		{"bisct copy-single", `unknown command "bisct" (did you mean bisect?)`},
+		{"bisect copy-single --good A --bad B --max-time -1h", "--max-time -1h0m0s is negative"},
 		{"compare copy-single A", "compare takes a scenario and two revisions"},
 		{"cancel x", `job ID "x" is not a number`},
 		{"", "there is no command after the handle"},

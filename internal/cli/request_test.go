@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/nightly"
@@ -31,7 +32,7 @@ func TestRequestParse(t *testing.T) {
 			req:   app.BisectRequest{Scenario: scen, Good: "A", Bad: "B", Post: true, ReuseSamples: true, Set: map[string]string{"rows": "10"}},
 			state: "/x",
 		},
-		{args: []string{"--resume", "abc123", "--db", "postgres:///x"}, req: app.BisectRequest{Resume: "abc123"}},
+		{args: []string{"--resume", "abc123", "--db", "postgres:///x", "--max-time", "90m"}, req: app.BisectRequest{Resume: "abc123", MaxTime: 90 * time.Minute}},
 		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A"}, errSubstr: "needs -s SCENARIO, --good REV and --bad REV"},
 		{args: []string{"-s", "nope.yaml", "--good", "A", "--bad", "B"}, errSubstr: "nope.yaml"},
 		{args: []string{"A", "B"}, errSubstr: "unexpected argument"},

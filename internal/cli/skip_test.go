@@ -61,10 +61,31 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// First with a time bound a sample outlasts: it stops at the bound
+	// with a partial answer, and the same command with a longer bound
+	// (below) continues it to the end.
+	args := []string{"bisect", "--state", state, "--repo", repo, "-s", "../../configs/scenarios/copy-single.yaml",
+		"--good", base, "--bad", culprit, "--set", "rows=100000", "--metric", "copy_time", "--min-effect", "0.10", "--max-samples", "20"}
 	var stdout, stderr bytes.Buffer
-	code := Main(ctx, []string{"bisect", "--state", state, "--repo", repo, "-s", "../../configs/scenarios/copy-single.yaml",
-		"--good", base, "--bad", culprit, "--set", "rows=100000", "--metric", "copy_time", "--min-effect", "0.10", "--max-samples", "20", "--json"},
-		&stdout, &stderr)
+	if code := Main(ctx, append(args, "--max-time", "1s"), &stdout, &stderr); code != 0 {
+		t.Fatalf("pgbisect bisect --max-time 1s exited %d:\n%s", code, demoTail(stderr.String(), 60))
+	}
+	for _, want := range []string{"budget: up to 20 samples per side per comparison, 40 per check; estimated ", "time bound 1s"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, demoTail(stderr.String(), 30))
+		}
+	}
+	for _, want := range []string{": time-bound\nstopped at the time bound of 1s", "verdicts made before the time bound", "--max-time 2s"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := Main(ctx, append(args, "--max-time", "1h", "--json"), &stdout, &stderr)
+	if !strings.Contains(stderr.String(), "had stopped at its time bound; continuing with --max-time 1h0m0s") {
+		t.Errorf("the second run does not say it continues the stopped bisection:\n%s", demoTail(stderr.String(), 30))
+	}
 	if code != 0 {
 		t.Fatalf("pgbisect bisect exited %d:\n%s", code, demoTail(stderr.String(), 60))
 	}

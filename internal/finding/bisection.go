@@ -66,8 +66,7 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		Started: s.Started, Finished: s.Updated, Builds: s.BuildsDone, Samples: s.SamplesTaken,
 	}
 	sp := s.Spend()
-	f.SamplesBy = &SampleSpend{Endpoints: sp.Endpoints, Search: sp.Search, Checks: sp.Checks, Regression: sp.Regression,
-		Same: sp.Same, Smaller: sp.Smaller, Undecided: sp.Undecided + sp.Improvement, Unsplit: sp.Unsplit}
+	f.SamplesBy = &sp
 	switch s.Outcome {
 	case bisect.OutcomeFound:
 		f.Kind = Regression
@@ -77,6 +76,13 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		f.Kind = NoRegression
 	case bisect.OutcomeBroken:
 		f.Kind = BuildFailure
+	case bisect.OutcomeTimeBound:
+		// A partial answer: culprits confirmed before the bound are
+		// blamed, the rest is in f.Stopped.
+		f.Kind = Inconclusive
+		if len(s.Culprits) > 0 {
+			f.Kind = Regression
+		}
 	default:
 		f.Kind = Inconclusive
 	}
@@ -94,6 +100,7 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		f.Culprits = append(f.Culprits, nc)
 	}
 	f.Log = bisectionLog(s, commit)
+	f.Stopped = stoppedOf(s, commit)
 	if in.GivenGood != "" {
 		f.Warnings = append(f.Warnings, bisect.MergeBaseNote(KeyHash(Commit{Hash: in.GivenGood}), s.Commits[0].Short()))
 	}
@@ -103,6 +110,9 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 	}
 	for _, u := range s.Unconfirmed {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("suspect %s not blamed: %s", s.RangeName(u), u.Note))
+	}
+	for _, u := range s.Unjudged {
+		f.Warnings = append(f.Warnings, fmt.Sprintf("range %s: %s", s.RangeName(u), u.Note))
 	}
 	for _, res := range []*bisect.Result{s.Pairs[0].Result} {
 		if res != nil {
@@ -121,6 +131,12 @@ func bisectionLog(s *bisect.State, commit func(int) Commit) []Step {
 		firstBad = len(s.Commits)
 		for _, c := range s.Culprits {
 			firstBad = min(firstBad, c.Candidates[0])
+		}
+		if s.Outcome == bisect.OutcomeTimeBound {
+			// Stopped early: what lies in a range still open is not good.
+			for _, r := range append(slices.Clone(s.Unresolved), s.Unjudged...) {
+				firstBad = min(firstBad, r.First)
+			}
 		}
 	}
 	idx := slices.Clone(s.Points)

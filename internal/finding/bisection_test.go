@@ -117,7 +117,7 @@ func TestFromBisection(t *testing.T) {
 		t.Errorf("the log does not show the broken commits tried")
 	}
 	if sp := f.SamplesBy; sp == nil || sp.Endpoints+sp.Search+sp.Checks != s.SamplesTaken ||
-		sp.Regression+sp.Same+sp.Smaller+sp.Undecided != s.SamplesTaken {
+		sp.Regression+sp.Same+sp.Smaller+sp.Improvement+sp.Undecided != s.SamplesTaken {
 		t.Errorf("the finding's split of the runs %+v does not add up to %d", f.SamplesBy, s.SamplesTaken)
 	}
 	md := notify.Markdown(f, notify.Options{})

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/bisect"
 )
 
 // FormatVersion is the version of the JSON form of a Finding. Readers
@@ -113,47 +114,21 @@ type Finding struct {
 	// workload runs over all commits.
 	Builds  int `json:"builds"`
 	Samples int `json:"samples"`
-	// SamplesBy says where a bisection's runs went; nil for findings that
-	// are not bisections (or were saved before it existed).
-	SamplesBy *SampleSpend `json:"samples_by,omitempty"`
+	// SamplesBy says where a bisection's runs went, by phase and by the
+	// verdict of the comparison each was taken for; nil for findings that
+	// are not bisections (or were saved before it existed). Findings saved
+	// before it was bisect.Spend count runs of improved comparisons as
+	// undecided.
+	SamplesBy *bisect.Spend `json:"samples_by,omitempty"`
+	// Stopped is set when a bisection stopped at its time bound (--max-time)
+	// before it was done: its partial answer.
+	Stopped *Stopped `json:"stopped,omitempty"`
 	// Warnings are caveats shown in every report: noisy samples, few runs,
 	// an endpoint that needed a clean rebuild.
 	Warnings []string `json:"warnings,omitempty"`
 	// Plots lists plot files written next to the report (file names, no
 	// directories); set by WriteReport.
 	Plots []string `json:"plots,omitempty"`
-}
-
-// SampleSpend splits a bisection's runs by phase (the endpoints'
-// comparison, the search, the checks before blame) and by the verdict of
-// the comparison each run was taken for. Smaller counts runs of halves
-// shown smaller than the regression they were split from; Undecided those
-// of comparisons that ended inconclusive (or improved, or unmeasurable).
-type SampleSpend struct {
-	Endpoints  int `json:"endpoints"`
-	Search     int `json:"search"`
-	Checks     int `json:"checks"`
-	Regression int `json:"regression"`
-	Same       int `json:"same"`
-	Smaller    int `json:"smaller,omitempty"`
-	Undecided  int `json:"undecided"`
-	// Unsplit counts runs a bisection saved before runs were counted per
-	// comparison cannot attribute.
-	Unsplit int `json:"unsplit,omitempty"`
-}
-
-// String is "endpoints 40, search 300, checks 72; regression 120, same
-// 200, smaller 60, undecided 32".
-func (sp SampleSpend) String() string {
-	out := fmt.Sprintf("endpoints %d, search %d, checks %d; regression %d, same %d", sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
-	if sp.Smaller > 0 {
-		out += fmt.Sprintf(", smaller %d", sp.Smaller)
-	}
-	out += fmt.Sprintf(", undecided %d", sp.Undecided)
-	if sp.Unsplit > 0 {
-		out += fmt.Sprintf("; %d not attributed", sp.Unsplit)
-	}
-	return out
 }
 
 // Commit is one commit as reports show it.
