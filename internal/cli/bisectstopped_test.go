@@ -12,6 +12,7 @@ import (
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/internal/golden"
 )
 
 // TestBisectStoppedPrintGolden runs the planner over a made-up range with
@@ -70,10 +71,10 @@ func TestBisectStoppedPrintGolden(t *testing.T) {
 	if err := bisectPrint(&out, &app.BisectResult{State: st, Finding: f, ReportDir: "/state/reports/" + f.ID}, false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bisect-stopped.txt", out.String())
+	golden.Check(t, "bisect-stopped.txt", out.String())
 	data, err := json.MarshalIndent(f.Stopped, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bisect-stopped.json", string(data)+"\n")
+	golden.Check(t, "bisect-stopped.json", string(data)+"\n")
 }
