@@ -74,6 +74,11 @@ type Finding struct {
 	Unit      string          `json:"unit,omitempty"`
 	Direction stats.Direction `json:"direction,omitempty"`
 	Point     string          `json:"point,omitempty"`
+	// Points are the matrix points of a bisection of several points, in
+	// the scenario's order (Point is then their list, PointList); empty
+	// otherwise. Each culprit's Comparisons then hold the curve: the
+	// metric at every point, parent against culprit.
+	Points []string `json:"points,omitempty"`
 
 	// Good and Bad are the endpoints that were compared: the last nightly
 	// and tonight's, or the user's --good and --bad.
@@ -130,9 +135,12 @@ type Finding struct {
 // shown smaller than the regression they were split from; Undecided those
 // of comparisons that ended inconclusive (or improved, or unmeasurable).
 type SampleSpend struct {
-	Endpoints  int `json:"endpoints"`
-	Search     int `json:"search"`
-	Checks     int `json:"checks"`
+	Endpoints int `json:"endpoints"`
+	Search    int `json:"search"`
+	Checks    int `json:"checks"`
+	// Curve counts the runs that measured culprits at the points of a
+	// curve where they were not found.
+	Curve      int `json:"curve,omitempty"`
 	Regression int `json:"regression"`
 	Same       int `json:"same"`
 	Smaller    int `json:"smaller,omitempty"`
@@ -145,7 +153,11 @@ type SampleSpend struct {
 // String is "endpoints 40, search 300, checks 72; regression 120, same
 // 200, smaller 60, undecided 32".
 func (sp SampleSpend) String() string {
-	out := fmt.Sprintf("endpoints %d, search %d, checks %d; regression %d, same %d", sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
+	out := fmt.Sprintf("endpoints %d, search %d, checks %d", sp.Endpoints, sp.Search, sp.Checks)
+	if sp.Curve > 0 {
+		out += fmt.Sprintf(", curve %d", sp.Curve)
+	}
+	out += fmt.Sprintf("; regression %d, same %d", sp.Regression, sp.Same)
 	if sp.Smaller > 0 {
 		out += fmt.Sprintf(", smaller %d", sp.Smaller)
 	}
@@ -189,7 +201,8 @@ type Culprit struct {
 	// be narrowed to one commit; empty otherwise.
 	Range []Commit `json:"range,omitempty"`
 	// Comparisons are culprit against parent, one per metric and point,
-	// largest effect first.
+	// largest effect first; for a bisection of several points, one per
+	// point in the points' order (the curve, see Finding.Points).
 	Comparisons []Comparison `json:"comparisons"`
 	// Verified is true when the culprit was re-measured against its parent
 	// before being blamed.
@@ -226,6 +239,10 @@ type Comparison struct {
 	P float64 `json:"p"`
 	// Verdict is "regression", "improvement", "same" or "inconclusive".
 	Verdict string `json:"verdict"`
+	// Curve is set on a culprit's comparison at a point where the
+	// bisection of that point did not blame it: measured afterwards, for
+	// the curve before and after the culprit, blaming nothing.
+	Curve bool `json:"curve,omitempty"`
 }
 
 // Side summarizes one side's sample.
@@ -248,6 +265,9 @@ type Step struct {
 	// Samples are the measured values of the bisection's metric, in run
 	// order; used by the bisection plot.
 	Samples []float64 `json:"samples,omitempty"`
+	// Point is the matrix point of the step in the log of a bisection of
+	// several points (the log holds each point's search in turn).
+	Point string `json:"point,omitempty"`
 	// Note is a short remark: the tail of a build error, "re-verified".
 	Note string `json:"note,omitempty"`
 	// ServerLog is the tail of the server log of an unmeasurable commit.
