@@ -38,6 +38,10 @@ type Curve struct {
 	Searches []*State `json:"searches"`
 	// Planned is set once the curve checks are planned (see Check.Curve).
 	Planned bool `json:"planned,omitempty"`
+	// Independent turns off the hints the searches give each other (see
+	// crossHints): they then share builds only, as separate bisections
+	// with one build cache would. For the simulation's comparison.
+	Independent bool `json:"independent,omitempty"`
 }
 
 // MarshalJSON saves the searches without the commits and builds they share
@@ -149,6 +153,9 @@ func (s *State) curveNext(now time.Time) Action {
 	}
 	best, bestAct := -1, Action{}
 	for p, sub := range c.Searches {
+		if !c.Independent && sub.Phase != PhaseDone {
+			sub.Hints = s.crossHints(p)
+		}
 		act := sub.Next(now)
 		act.Point = p
 		if act.Kind == ActBuild {
@@ -400,4 +407,26 @@ func (e *Engine) measure(ctx context.Context, s *State, act Action, t Target) (f
 		return 0, fmt.Errorf("bisection %s is of %d points, but the measurer measures one point only", s.ID, len(s.Curve.Searches))
 	}
 	return pm.MeasureAt(ctx, t, s.Curve.Searches[act.Point].Inputs.Point)
+}
+
+// crossHints are the hints of the search at point p (State.Hints): the
+// State's own, and the newest commit of every suspect the other points'
+// searches have found (their checks). A regression of one point is often
+// one of the others too, and a right hint isolates it in two splits
+// instead of a whole bisection; a wrong one costs at most two lopsided
+// splits (hintSplit), never a wrong blame.
+func (s *State) crossHints(p int) []int {
+	hints := slices.Clone(s.Hints)
+	for q, other := range s.Curve.Searches {
+		if q == p {
+			continue
+		}
+		for _, ch := range other.Checks {
+			if !ch.Curve && !slices.Contains(hints, ch.Right) {
+				hints = append(hints, ch.Right)
+			}
+		}
+	}
+	slices.Sort(hints)
+	return hints
 }

@@ -24,6 +24,9 @@ type SimCurveConfig struct {
 	// Effects is every culprit's slowdown at each point: {0, 0.10, 0.20}
 	// makes three points, the culprits invisible at the first.
 	Effects []float64
+	// Independent runs the one bisection without hints across points
+	// (Curve.Independent).
+	Independent bool
 }
 
 // SimCurveRun is the outcome of one simulated curve, bisected both ways.
@@ -115,6 +118,7 @@ func simulateCurve(cfg SimCurveConfig, seed uint64, step func(*State) *State) (S
 	if err != nil {
 		return run, nil, err
 	}
+	s.Curve.Independent = cfg.Independent
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return time.Time{} }}
 	if step != nil {
 		e.Saver = saverFunc(func(st *State) { *s = *step(st) })
