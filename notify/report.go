@@ -91,7 +91,11 @@ func build(f *finding.Finding, st style, o Options) doc {
 		if len(c.Comparisons) == 0 {
 			continue
 		}
-		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)))})
+		curve := ""
+		if len(f.Points) > 0 {
+			curve = " at every point, the curve before and after it (a curve check measured it where the bisection did not blame it)"
+		}
+		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s%s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)), curve)})
 		res.blocks = append(res.blocks, comparisonTable(c.Comparisons, st))
 	}
 	if len(f.Comparisons) > 0 {
