@@ -70,11 +70,15 @@ func TestBisectCurveEndToEnd(t *testing.T) {
 	for _, c := range f.Culprits[0].Comparisons {
 		byPoint[c.Point] = c
 	}
-	if c := byPoint["type=int"]; c.Curve || c.Verdict != string(finding.Regression) || c.Ratio < 1.1 {
-		t.Errorf("at type=int: %+v, want the culprit blamed", c)
+	atInt, atText := byPoint["type=int"], byPoint["type=text"]
+	if atInt.Curve || atInt.Verdict != string(finding.Regression) || atInt.Ratio < 1.1 {
+		t.Errorf("at type=int: %+v, want the culprit blamed", atInt)
 	}
-	if c := byPoint["type=text"]; !c.Curve || c.Verdict == string(finding.Regression) || c.Good.N == 0 {
-		t.Errorf("at type=text: %+v, want a curve check that is no regression", c)
+	// At type=text the culprit is measured for the curve; its change is
+	// noise (a curve check may call noise a regression at its alpha, so
+	// the test asks for much less than at type=int, not for "same").
+	if !atText.Curve || atText.Good.N == 0 || atText.Ratio-1 > (atInt.Ratio-1)/2 {
+		t.Errorf("at type=text: %+v, want a curve check well below type=int's %+.1f%%", atText, 100*(atInt.Ratio-1))
 	}
 	var points = map[string]bool{}
 	for _, s := range f.Log {
