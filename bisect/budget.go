@@ -24,6 +24,11 @@ import (
 // be expected to end past it (Spent plus the mean duration of such a step
 // so far), the bisection stops there with OutcomeTimeBound.
 func (s *State) Next(now time.Time) Action {
+	if s.Curve != nil {
+		// A bisection of several points has no time bound (the request
+		// refuses one): its searches' partial answers are not joined yet.
+		return s.next(now)
+	}
 	for {
 		act := s.next(now)
 		if act.Kind == ActDone || !s.pastBound(act) {
@@ -99,6 +104,17 @@ func (s *State) Estimate() Estimate {
 	var e Estimate
 	e.PerSample, e.PerBuild = s.meanDurations()
 	if s.Done() {
+		return e
+	}
+	if s.Curve != nil {
+		// Several points: their searches' samples add up; builds are
+		// shared, so the point needing the most bounds them from below.
+		for _, sub := range s.Searches() {
+			se := sub.Estimate()
+			e.SamplesLo += se.SamplesLo
+			e.SamplesHi += se.SamplesHi
+			e.Builds = max(e.Builds, se.Builds)
+		}
 		return e
 	}
 	th := s.Inputs.Thresholds

@@ -35,5 +35,8 @@ func Decode(data []byte) (*State, error) {
 			}
 		}
 	}
+	if err := s.decodeCurve(); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }

@@ -32,10 +32,17 @@ type Action struct {
 	// Check is the index into State.Checks being sampled, or -1. A check
 	// sample goes to the check only, never to State.Samples.
 	Check int
+	// Point is, in a bisection of several points, the index into
+	// Curve.Searches of the search asking (Pair and Check are its own);
+	// 0 otherwise.
+	Point int
 }
 
 // next decides what to do next, the time bound aside (see Next).
 func (s *State) next(now time.Time) Action {
+	if s.Curve != nil {
+		return s.curveNext(now)
+	}
 	for {
 		if n := len(s.Commits) - 1; s.Phase != PhaseDone && (s.Skipped(0) || s.Skipped(n)) {
 			s.finishBroken(now)
@@ -530,14 +537,20 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 	}
 	th := s.Inputs.Thresholds
 	th.Alpha = ch.Alpha
-	th.MaxSamples *= CheckBudget
-	th.Batch *= CheckBudget
+	if !ch.Curve { // a curve check describes, with the search's budget
+		th.MaxSamples *= CheckBudget
+		th.Batch *= CheckBudget
+	}
 	side, c := s.decide(ch.A, ch.B, &ch.Target, th, s.orderSeed(2*i+1), nil)
 	if c == nil {
 		return Action{Kind: ActSample, Commit: [2]int{ch.Left, ch.Right}[side], Pair: -1, Check: i}, false
 	}
 	ch.Verdict = verdictOf(c.Verdict)
 	ch.Result = resultOf(*c)
+	if ch.Curve {
+		s.logf(now, "check", r.Hash, "%s against %s at %s, for the curve: %s, %s", r.Short(), l.Short(), s.Inputs.Point, ch.Verdict, ch.Result)
+		return Action{}, true
+	}
 	s.logf(now, "check", r.Hash, "re-verify %s against %s with fresh samples (alpha %.3g): %s, %s", r.Short(), l.Short(), ch.Alpha, ch.Verdict, ch.Result)
 	return Action{}, true
 }

@@ -128,7 +128,7 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 		}
 		if act.Kind == ActSample && t != nil {
 			start := now()
-			v, err := e.Measurer.Measure(ctx, t)
+			v, err := e.measure(ctx, s, act, t)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return ctx.Err() // interrupted: nothing is recorded
@@ -196,16 +196,16 @@ func (e *Engine) target(ctx context.Context, s *State, i int, now func() time.Ti
 // with a *ScenarioError, recording nothing.
 func (e *Engine) unmeasurable(ctx context.Context, s *State, act Action, u *UnmeasurableError, now func() time.Time) error {
 	n := len(s.Commits) - 1
-	if s.Phase == PhaseEndpoints && (act.Commit == 0 || act.Commit == n) {
+	if sub := s.search(act); sub.Phase == PhaseEndpoints && (act.Commit == 0 || act.Commit == n) {
 		other := n - act.Commit
-		if len(s.Samples[s.Commits[other].Key]) == 0 {
+		if len(sub.Samples[s.Commits[other].Key]) == 0 {
 			t, err := e.target(ctx, s, other, now)
 			if err != nil {
 				return err
 			}
 			if t != nil {
 				start := now()
-				v, err := e.Measurer.Measure(ctx, t)
+				v, err := e.measure(ctx, s, Action{Kind: ActSample, Commit: other, Point: act.Point}, t)
 				switch {
 				case err != nil && ctx.Err() != nil:
 					return ctx.Err()
@@ -218,7 +218,7 @@ func (e *Engine) unmeasurable(ctx context.Context, s *State, act Action, u *Unme
 				case err != nil:
 					return fmt.Errorf("measuring %s: %w", s.Commits[other].Short(), err)
 				}
-				s.Record(Action{Kind: ActSample, Commit: other, Pair: 0, Check: -1}, v, now().Sub(start))
+				s.Record(Action{Kind: ActSample, Commit: other, Pair: 0, Check: -1, Point: act.Point}, v, now().Sub(start))
 			}
 		}
 	}
@@ -247,6 +247,10 @@ func (s *State) keyOwner(i int) string {
 
 // Record adds sample v, taken for act, to s.
 func (s *State) Record(act Action, v float64, took time.Duration) {
+	if s.Curve != nil {
+		s.recordCurve(act, v, took)
+		return
+	}
 	if act.Check >= 0 {
 		ch := &s.Checks[act.Check]
 		if act.Commit == ch.Left {

@@ -20,6 +20,10 @@ import (
 // (OutcomeBroken); the engine tells that apart from a scenario that
 // measures neither endpoint first.
 func (s *State) MarkUnmeasurable(i int, u *UnmeasurableError, now time.Time) {
+	if s.Curve != nil {
+		s.markUnmeasurableCurve(i, u, now)
+		return
+	}
 	c := s.Commits[i]
 	b := s.Builds[c.Key]
 	if b == nil {

@@ -13,6 +13,10 @@ type Spend struct {
 	Endpoints int `json:"endpoints"`
 	Search    int `json:"search"`
 	Checks    int `json:"checks"`
+	// Curve counts, in a bisection of several points, the samples that
+	// measured culprits at the points where they were not found (see
+	// Curve); they are in no verdict below.
+	Curve int `json:"curve,omitempty"`
 
 	Regression int `json:"regression"`
 	Same       int `json:"same"`
@@ -31,10 +35,13 @@ type Spend struct {
 }
 
 // Total is the number of samples Spend accounts for, Unsplit included.
-func (sp Spend) Total() int { return sp.Endpoints + sp.Search + sp.Checks + sp.Unsplit }
+func (sp Spend) Total() int { return sp.Endpoints + sp.Search + sp.Checks + sp.Curve + sp.Unsplit }
 
 // Spend splits the samples taken so far by phase and by verdict.
 func (s *State) Spend() Spend {
+	if s.Curve != nil {
+		return s.curveSpend()
+	}
 	var sp Spend
 	byVerdict := func(v Verdict, n int) {
 		switch v {
@@ -60,6 +67,10 @@ func (s *State) Spend() Spend {
 	}
 	for _, ch := range s.Checks {
 		n := len(ch.A) + len(ch.B)
+		if ch.Curve {
+			sp.Curve += n
+			continue
+		}
 		sp.Checks += n
 		byVerdict(ch.Verdict, n)
 	}
@@ -75,7 +86,11 @@ func (s *State) Spend() Spend {
 // before they were counted per comparison could not attribute ("N not
 // attributed") follow.
 func (sp Spend) String() string {
-	out := fmt.Sprintf("endpoints %d, search %d, checks %d; regression %d, same %d", sp.Endpoints, sp.Search, sp.Checks, sp.Regression, sp.Same)
+	out := fmt.Sprintf("endpoints %d, search %d, checks %d", sp.Endpoints, sp.Search, sp.Checks)
+	if sp.Curve > 0 {
+		out += fmt.Sprintf(", curve %d", sp.Curve)
+	}
+	out += fmt.Sprintf("; regression %d, same %d", sp.Regression, sp.Same)
 	if sp.Smaller > 0 {
 		out += fmt.Sprintf(", smaller %d", sp.Smaller)
 	}

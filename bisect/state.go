@@ -120,6 +120,11 @@ type State struct {
 	// Summary says the outcome in one sentence, with numbers.
 	Summary string `json:"summary,omitempty"`
 
+	// Curve holds the searches of a bisection of several points (see
+	// curve.go); nil for a bisection of one point, whose search is this
+	// State itself.
+	Curve *Curve `json:"curve,omitempty"`
+
 	// Events is the log of the bisection, oldest first.
 	Events []Event `json:"events"`
 
@@ -142,6 +147,9 @@ type Inputs struct {
 	Unit      string          `json:"unit,omitempty"`
 	Direction stats.Direction `json:"direction"`
 	Point     string          `json:"point,omitempty"` // e.g. "clients=1"
+	// Points are the matrix points of a bisection of several points (a
+	// curve, see Curve), in the scenario's order; empty for one point.
+	Points []string `json:"points,omitempty"`
 	// Set holds the scenario variables the user overrode (--set).
 	Set         map[string]string `json:"set,omitempty"`
 	FirstParent bool              `json:"first_parent"`
@@ -314,6 +322,10 @@ type Check struct {
 	Alpha   float64 `json:"alpha"`
 	Verdict Verdict `json:"verdict"`
 	Result  *Result `json:"result,omitempty"`
+	// Curve is set on a check that measures, at one point of a curve, a
+	// culprit found at another point, so that the report can show the
+	// whole curve before and after it (see Curve). It blames nothing.
+	Curve bool `json:"curve,omitempty"`
 }
 
 // Result is the evidence of one comparison, from stats.Compare.

@@ -31,7 +31,10 @@ func ID(in Inputs) string {
 // Status is what a person watching a bisection wants to know, taken
 // before each build or sample.
 type Status struct {
-	Phase  Phase
+	Phase Phase
+	// Point is the matrix point sampled, in a bisection of several
+	// points; empty otherwise.
+	Point  string
 	Step   string // "build" or "sample"
 	Commit Commit // the commit under test
 	// Against is the other commit of the comparison being sampled.
@@ -57,6 +60,9 @@ type Status struct {
 
 // Status describes the bisection as act is about to be performed.
 func (s *State) Status(act Action, now time.Time) Status {
+	if s.Curve != nil {
+		return s.curveStatus(act, now)
+	}
 	st := Status{
 		Phase: s.Phase, Step: "sample", Commit: s.Commits[act.Commit],
 		Builds: s.BuildsDone, Samples: s.SamplesTaken, Elapsed: now.Sub(s.Started),
@@ -107,6 +113,9 @@ func (s *State) other(l, r, i int) *Commit {
 // String is one line of progress.
 func (st Status) String() string {
 	what := fmt.Sprintf("%s %s", st.Step, st.Commit.Short())
+	if st.Point != "" && st.Step == "sample" {
+		what += " at " + st.Point
+	}
 	if st.Against != nil {
 		what += " vs " + st.Against.Short()
 	}

@@ -23,6 +23,7 @@ const (
 	PlotBisection = "bisection" // samples of every commit measured, in history order
 	PlotSeries    = "series"    // nightly values over time
 	PlotProgress  = "progress"  // pgbench -P throughput per second of each side
+	PlotCurve     = "curve"     // the metric at every point before and after each culprit
 )
 
 var (
@@ -50,6 +51,7 @@ func WritePlots(dir string, f *finding.Finding) ([]string, error) {
 		{PlotBisection, bisectionPlot},
 		{PlotSeries, seriesPlot},
 		{PlotProgress, progressPlot},
+		{PlotCurve, curvePlot},
 	} {
 		p, err := pl.draw(f)
 		if err != nil {
@@ -126,7 +128,11 @@ func bisectionPlot(f *finding.Finding) (*plot.Plot, error) {
 	}
 	byHash := map[string]*col{}
 	var cols []*col
+	at := logPoint(f)
 	for _, s := range f.Log {
+		if s.Point != at {
+			continue // a bisection of several points: one point's log
+		}
 		c := byHash[s.Commit.Hash]
 		if c == nil {
 			c = &col{commit: s.Commit, order: s.Order}
@@ -159,7 +165,9 @@ func bisectionPlot(f *finding.Finding) (*plot.Plot, error) {
 
 	title := fmt.Sprintf("%s: bisection on %s", f.Scenario, f.Branch)
 	what := f.Metric
-	if f.Point != "" {
+	if at != "" {
+		what += " at " + at
+	} else if f.Point != "" {
 		what += " at " + f.Point
 	}
 	p := newPlot(title+" ("+what+")", "commit, oldest first", yLabel(f.Metric, f.Unit, f.Direction))

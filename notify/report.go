@@ -91,7 +91,11 @@ func build(f *finding.Finding, st style, o Options) doc {
 		if len(c.Comparisons) == 0 {
 			continue
 		}
-		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)))})
+		curve := ""
+		if len(f.Points) > 0 {
+			curve = " at every point, the curve before and after it (a curve check measured it where the bisection did not blame it)"
+		}
+		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s%s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)), curve)})
 		res.blocks = append(res.blocks, comparisonTable(c.Comparisons, st))
 	}
 	if len(f.Comparisons) > 0 {
@@ -344,8 +348,12 @@ func comparisonTable(cs []finding.Comparison, st style) table {
 		if !st.markdown() {
 			change = pct(c.Ratio) + " (" + interval(c.RatioLow, c.RatioHigh, " .. ") + ")"
 		}
+		verdict := c.Verdict
+		if c.Curve {
+			verdict += " (curve check)"
+		}
 		r = append(r, side(c.Good, c.Unit), change, side(c.Bad, c.Unit), pvalue(c.P),
-			fmt.Sprintf("%d/%d", c.Good.N, c.Bad.N), st.esc(c.Verdict))
+			fmt.Sprintf("%d/%d", c.Good.N, c.Bad.N), st.esc(verdict))
 		t.rows = append(t.rows, r)
 	}
 	return t
@@ -372,6 +380,9 @@ func logSection(f *finding.Finding, st style) section {
 	}
 	s.blocks = append(s.blocks, para{fmt.Sprintf("Each commit measured, in the order measured; median of %s.", what)})
 	t := table{head: []string{"#", "commit", "median", "n", "verdict", "subject"}, right: []bool{true, false, true, true}, log: true}
+	if len(f.Points) > 0 {
+		return curveLogSection(f, st, s, t)
+	}
 	for i, step := range f.Log {
 		med, n := "", ""
 		if step.N > 0 {

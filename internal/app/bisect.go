@@ -81,6 +81,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		in := st.Inputs
 		req.Scenario, req.Set, req.Good, req.Bad = in.Scenario, in.Set, in.Good, in.Bad
 		req.Metric, req.Point, req.FirstParent, req.thresholds = in.Metric, in.Point, in.FirstParent, in.Thresholds
+		if len(in.Points) > 0 {
+			req.Point = finding.PointList(in.Points)
+		}
 		repoSource = in.Repo
 	}
 	if !build.IsURL(repoSource) {
@@ -101,10 +104,11 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	if err != nil {
 		return nil, err
 	}
-	point, err := bisectPoint(sc, req.Point)
+	points, err := bisectPoints(sc, req.Point)
 	if err != nil {
 		return nil, err
 	}
+	point := points[0]
 	th := req.thresholds
 	if th == (stats.Thresholds{}) {
 		th = sc.Thresholds(a.opts.Stats.Apply(bisect.DefaultThresholds), &metric,
@@ -130,6 +134,12 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		Metric: metric.Name, Unit: metric.Unit, Direction: metric.Direction, Point: point.String(),
 		FirstParent: req.FirstParent, Thresholds: th, GivenGood: givenGood,
 	}
+	if len(points) > 1 {
+		if req.MaxTime > 0 {
+			return nil, badRequest("--max-time bounds a bisection of one point; %d points (--point %s) cannot be bounded yet: drop --max-time, or bisect one point at a time", len(points), req.Point)
+		}
+		in.Point, in.Points = "", pointNames(points)
+	}
 	if st == nil {
 		st, err = saver.LoadBisection(ctx, bisect.ID(in))
 		switch {
@@ -141,7 +151,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 				return nil, err
 			}
 			if req.ReuseSamples {
-				st.Window = 0
+				st.SetWindow(0)
 			}
 			st.MaxTime = req.MaxTime
 			// Saved at once, so the ID printed below resumes even if the
@@ -169,7 +179,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		return nil, err
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	m := &bisectMeasurer{runner: runner, sc: sc, point: point, metric: metric.Name, results: results, id: st.ID, sink: sink}
+	m := &bisectMeasurer{runner: runner, sc: sc, point: point, points: points, metric: metric.Name, results: results, id: st.ID, sink: sink}
 	if !st.Done() && runner.ClientBin == "" {
 		// One pgbench and psql for every run: the good commit's.
 		start := time.Now()

@@ -111,6 +111,10 @@ func bisectNewState(ctx context.Context, repo *build.Repo, b *build.Builder, in 
 		return nil, err
 	}
 	list = append([]build.Commit{good}, list...)
+	newState := bisect.NewState
+	if len(in.Points) > 0 {
+		newState = bisect.NewCurveState
+	}
 	sink.note("computing the build keys of %d commits", len(list))
 	commits := make([]bisect.Commit, len(list))
 	for i, c := range list {
@@ -123,7 +127,7 @@ func bisectNewState(ctx context.Context, repo *build.Repo, b *build.Builder, in 
 		// with the commit listed before it when that is its parent.
 		commits[i].NoCompile = i > 0 && k.SameAsParent && k.ID == commits[i-1].Key
 	}
-	return bisect.NewState(in, commits, time.Now())
+	return newState(in, commits, time.Now())
 }
 
 // bisectBuilder adapts build.Builder to bisect.Builder.
@@ -187,6 +191,7 @@ type bisectMeasurer struct {
 	runner  *bench.Runner
 	sc      *bench.Scenario
 	point   bench.Point
+	points  []bench.Point // of a bisection of several points (MeasureAt)
 	metric  string
 	results *store.Store
 	id      string         // the bisection's
@@ -196,8 +201,12 @@ type bisectMeasurer struct {
 }
 
 func (m *bisectMeasurer) Measure(ctx context.Context, target bisect.Target) (float64, error) {
+	return m.measureAt(ctx, target, m.point)
+}
+
+func (m *bisectMeasurer) measureAt(ctx context.Context, target bisect.Target, point bench.Point) (float64, error) {
 	t := target.(bisectTarget)
-	s, err := m.runner.Run(ctx, m.sc, t.Target, m.point)
+	s, err := m.runner.Run(ctx, m.sc, t.Target, point)
 	var me *bench.MeasureError
 	if errors.As(err, &me) {
 		return 0, &bisect.UnmeasurableError{Reason: me.Reason(), ServerLog: me.LogTail, LogPath: me.LogPath}
@@ -212,24 +221,25 @@ func (m *bisectMeasurer) Measure(ctx context.Context, target bisect.Target) (flo
 	if m.env == nil {
 		m.env = &s.Env
 	}
-	if err := m.store(ctx, t, s); err != nil {
+	if err := m.store(ctx, t, s, point); err != nil {
 		return 0, err
 	}
-	m.sink.emit(Event{Kind: KindSample, Bisection: m.id, Commit: t.Hash, Target: t.Name, Point: m.point.String(),
-		Metric: m.metric, Value: v, Done: m.taken[t.Hash]})
+	m.sink.emit(Event{Kind: KindSample, Bisection: m.id, Commit: t.Hash, Target: t.Name, Point: point.String(),
+		Metric: m.metric, Value: v, Done: m.taken[t.Hash+"@"+point.String()]})
 	return v, nil
 }
 
 // store adds the run's values to the samples table.
-func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sample) error {
+func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sample, point bench.Point) error {
 	if m.taken == nil {
 		m.taken = map[string]int{}
 	}
-	index, ok := m.taken[t.Hash]
+	taken := t.Hash + "@" + point.String()
+	index, ok := m.taken[taken]
 	if !ok {
 		// Samples an interrupted process of this bisection stored.
 		had, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, Commit: t.Hash, Scenario: m.sc.Name,
-			Point: m.point.String(), Metric: m.metric})
+			Point: point.String(), Metric: m.metric})
 		if err != nil {
 			return err
 		}
@@ -243,14 +253,14 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 	var rows []store.Sample
 	for _, spec := range m.sc.MetricSpecs() {
 		if v, ok := s.Values[spec.Name]; ok {
-			rows = append(rows, store.Sample{BuildKey: t.Key, Commit: t.Hash, Scenario: m.sc.Name, Point: m.point.String(),
+			rows = append(rows, store.Sample{BuildKey: t.Key, Commit: t.Hash, Scenario: m.sc.Name, Point: point.String(),
 				Metric: spec.Name, Value: v, Index: index, Time: s.Start.Add(s.Elapsed), EnvironmentID: envID, BisectionID: m.id})
 		}
 	}
 	if err := m.results.AddSamples(ctx, rows); err != nil {
 		return err
 	}
-	m.taken[t.Hash] = index + 1
+	m.taken[taken] = index + 1
 	return nil
 }
 
@@ -324,7 +334,10 @@ func bisectReproduce(st *bisect.State) string {
 	in := st.Inputs
 	parts := []string{"pgbisect bisect", "-s", in.Scenario, "--good", build.Short(in.Good), "--bad", build.Short(in.Bad),
 		"--repo", redact.String(in.Repo), "--metric", in.Metric}
-	if in.Point != "" {
+	switch {
+	case len(in.Points) > 0:
+		parts = append(parts, "--point", "'"+finding.PointList(in.Points)+"'")
+	case in.Point != "":
 		parts = append(parts, "--point", in.Point)
 	}
 	if in.FirstParent {

@@ -64,10 +64,15 @@ func (j bisectProfileJob) profileCulprits(ctx context.Context, f *finding.Findin
 		if j.FramePointers != nil {
 			key += "-fp"
 		}
+		at := j
+		if len(f.Points) > 0 { // several points: where it was blamed
+			at.Point = culpritPoint(j.Scenario, j.Point, *c)
+			key += "-" + at.Point.String()
+		}
 		cache := filepath.Join(j.StateDir, "profiles", j.ID, key)
 		p, err := j.cached(cache)
 		if err != nil {
-			p = j.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg")
+			p = at.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg")
 			if ctx.Err() != nil {
 				return
 			}

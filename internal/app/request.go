@@ -28,7 +28,7 @@ type BisectRequest struct {
 	Good     string            `json:"good,omitempty"`
 	Bad      string            `json:"bad,omitempty"`
 	Metric   string            `json:"metric,omitempty"` // "": the scenario's first metric
-	Point    string            `json:"point,omitempty"`  // "": the only point
+	Point    string            `json:"point,omitempty"`  // "": the only point; a list ("clients=1;clients=4") or "all": one bisection of several points
 	// FirstParent follows only first parents.
 	FirstParent bool `json:"first_parent,omitempty"`
 	// ReuseSamples lets search comparisons reuse every earlier sample of

@@ -63,7 +63,7 @@ func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fi
 			continue
 		}
 		exact = append(exact, c.Commit)
-		rc := revertCheck(ctx, sink, in, f, []finding.Commit{c.Commit}, c.Parent.Hash, c.Commit.Hash)
+		rc := revertCheck(ctx, sink, in.at(c), f, []finding.Commit{c.Commit}, c.Parent.Hash, c.Commit.Hash)
 		if rc.Build == "" && notApplied == "" {
 			notApplied = fmt.Sprintf("the revert of %s does not apply", c.Commit.ShortHash())
 		}
@@ -74,7 +74,7 @@ func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fi
 		if notApplied != "" {
 			all.Skipped = notApplied
 		} else {
-			all = revertCheck(ctx, sink, in, f, exact, f.Good.Hash, f.Bad.Hash)
+			all = revertCheck(ctx, sink, in.at(f.Culprits[0]), f, exact, f.Good.Hash, f.Bad.Hash)
 			all.All = true
 		}
 		checks = append(checks, all)

@@ -32,7 +32,7 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.StringVar(&req.Good, "good", "", "a revision without the regression")
 	fs.StringVar(&req.Bad, "bad", "", "a later revision with it (good must be its ancestor)")
 	fs.StringVar(&req.Metric, "metric", "", "metric to bisect on (default: the scenario's first)")
-	fs.StringVar(&req.Point, "point", "", "matrix point to bisect at, e.g. `clients=1` (needed when the scenario has several)")
+	fs.StringVar(&req.Point, "point", "", "matrix point(s) to bisect at: `clients=1`, a list 'clients=1;clients=4' (or clients=1,clients=4), or all;\none bisection judges every point listed, sharing builds (needed when the scenario has several points)")
 	fs.BoolVar(&req.FirstParent, "first-parent", false, "follow only first parents (merges count as one commit)")
 	fs.BoolVar(&req.ReuseSamples, "reuse-samples", false, "let each comparison reuse every earlier sample of a commit: about half the samples, but only\nsafe on a dedicated, quiet machine (the speed of a shared one drifts over hours)")
 	fs.Float64Var(&req.MinEffect, "min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.05)")
@@ -108,6 +108,35 @@ func bisectPrint(w io.Writer, out *app.BisectResult, asJSON bool) error {
 // bisectPrintResult prints the outcome, the culprits and the report files.
 func bisectPrintResult(w io.Writer, out *app.BisectResult) {
 	st := out.State
+	if st.Curve != nil {
+		bisectPrintCurve(w, out)
+	} else {
+		bisectPrintCulprits(w, st)
+	}
+	revertPrint(w, out.Finding)
+	if out.Finding.Stopped != nil {
+		bisectPrintStopped(w, st.ID, out.Finding.Stopped)
+	} else {
+		for _, sub := range st.Searches() {
+			at := ""
+			if st.Curve != nil {
+				at = " at " + sub.Inputs.Point
+			}
+			for _, u := range sub.Unresolved {
+				fmt.Fprintf(w, "\nunresolved%s: %s..%s: %s\n", at, st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d builds, %d samples in %s (%s building, %s measuring)\n", st.BuildsDone, st.SamplesTaken,
+		bisectWall(st).Round(time.Second), st.BuildTime.Round(time.Second), st.MeasureTime.Round(time.Second))
+	fmt.Fprintf(w, "report: %s\n        %s\n        %s\n", filepath.Join(out.ReportDir, notify.ReportMarkdown),
+		filepath.Join(out.ReportDir, notify.ReportText), filepath.Join(out.ReportDir, notify.ReportJSON))
+	fmt.Fprintf(w, "finding %s: 'pgbisect report %s' shows it, 'pgbisect post %s' posts it\n", out.Finding.ID, st.ID, st.ID)
+}
+
+// bisectPrintCulprits prints the outcome and culprits of a bisection of
+// one point.
+func bisectPrintCulprits(w io.Writer, st *bisect.State) {
 	fmt.Fprintf(w, "bisection %s: %s\n%s\n", st.ID, st.Outcome, st.Summary)
 	for i, c := range st.Culprits {
 		last := st.Commits[c.Last]
@@ -120,19 +149,6 @@ func bisectPrintResult(w io.Writer, out *app.BisectResult) {
 			}
 		}
 	}
-	revertPrint(w, out.Finding)
-	if out.Finding.Stopped != nil {
-		bisectPrintStopped(w, st.ID, out.Finding.Stopped)
-	} else {
-		for _, u := range st.Unresolved {
-			fmt.Fprintf(w, "\nunresolved: %s..%s: %s\n", st.Commits[u.First].Short(), st.Commits[u.Last].Short(), u.Note)
-		}
-	}
-	fmt.Fprintf(w, "\n%d builds, %d samples in %s (%s building, %s measuring)\n", st.BuildsDone, st.SamplesTaken,
-		bisectWall(st).Round(time.Second), st.BuildTime.Round(time.Second), st.MeasureTime.Round(time.Second))
-	fmt.Fprintf(w, "report: %s\n        %s\n        %s\n", filepath.Join(out.ReportDir, notify.ReportMarkdown),
-		filepath.Join(out.ReportDir, notify.ReportText), filepath.Join(out.ReportDir, notify.ReportJSON))
-	fmt.Fprintf(w, "finding %s: 'pgbisect report %s' shows it, 'pgbisect post %s' posts it\n", out.Finding.ID, st.ID, st.ID)
 }
 
 // bisectWall is how long the bisection took, start to outcome (a finished

@@ -31,6 +31,9 @@ func BisectionID(s *bisect.State) string {
 // their checks' evidence, the endpoint comparison, and the bisection log of
 // every commit measured or skipped.
 func FromBisection(s *bisect.State, r Report) *Finding {
+	if s.Curve != nil {
+		return fromCurve(s, r)
+	}
 	in := s.Inputs
 	dir := in.Direction
 	if dir == "" {
@@ -178,7 +181,7 @@ func bisectionLog(s *bisect.State, commit func(int) Commit) []Step {
 			st.Verdict = StepInconclusive
 		}
 		for _, ch := range s.Checks {
-			if ch.Right == i {
+			if ch.Right == i && !ch.Curve {
 				st.Note = fmt.Sprintf("re-verified against %s with fresh samples: %s %s", s.Commits[ch.Left].Short(), ch.Verdict, ch.Result)
 			}
 		}

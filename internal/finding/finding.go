@@ -75,6 +75,11 @@ type Finding struct {
 	Unit      string          `json:"unit,omitempty"`
 	Direction stats.Direction `json:"direction,omitempty"`
 	Point     string          `json:"point,omitempty"`
+	// Points are the matrix points of a bisection of several points, in
+	// the scenario's order (Point is then their list, PointList); empty
+	// otherwise. Each culprit's Comparisons then hold the curve: the
+	// metric at every point, parent against culprit.
+	Points []string `json:"points,omitempty"`
 
 	// Good and Bad are the endpoints that were compared: the last nightly
 	// and tonight's, or the user's --good and --bad.
@@ -164,7 +169,8 @@ type Culprit struct {
 	// be narrowed to one commit; empty otherwise.
 	Range []Commit `json:"range,omitempty"`
 	// Comparisons are culprit against parent, one per metric and point,
-	// largest effect first.
+	// largest effect first; for a bisection of several points, one per
+	// point in the points' order (the curve, see Finding.Points).
 	Comparisons []Comparison `json:"comparisons"`
 	// Verified is true when the culprit was re-measured against its parent
 	// before being blamed.
@@ -201,6 +207,10 @@ type Comparison struct {
 	P float64 `json:"p"`
 	// Verdict is "regression", "improvement", "same" or "inconclusive".
 	Verdict string `json:"verdict"`
+	// Curve is set on a culprit's comparison at a point where the
+	// bisection of that point did not blame it: measured afterwards, for
+	// the curve before and after the culprit, blaming nothing.
+	Curve bool `json:"curve,omitempty"`
 }
 
 // Side summarizes one side's sample.
@@ -223,6 +233,9 @@ type Step struct {
 	// Samples are the measured values of the bisection's metric, in run
 	// order; used by the bisection plot.
 	Samples []float64 `json:"samples,omitempty"`
+	// Point is the matrix point of the step in the log of a bisection of
+	// several points (the log holds each point's search in turn).
+	Point string `json:"point,omitempty"`
 	// Note is a short remark: the tail of a build error, "re-verified".
 	Note string `json:"note,omitempty"`
 	// ServerLog is the tail of the server log of an unmeasurable commit.
