@@ -21,6 +21,10 @@ const (
 	ActBuild
 	// ActSample: take one sample of Commit (building it first if needed).
 	ActSample
+	// ActGuide: profile the endpoints and record what the profile points
+	// at (State.SetGuide), before the first split of a profile-guided
+	// search.
+	ActGuide
 )
 
 // Action is the next piece of I/O the search needs.
@@ -65,6 +69,9 @@ func (s *State) next(now time.Time) Action {
 				s.finishEndpoints(now, OutcomeNotShown)
 			}
 		case PhaseSearch:
+			if s.guidePending() {
+				return Action{Kind: ActGuide, Commit: len(s.Commits) - 1, Pair: -1, Check: -1}
+			}
 			act, ok := s.searchStep(now)
 			if !ok {
 				return act

@@ -84,6 +84,9 @@ type Engine struct {
 	Progress func(Status)
 	// Now is the clock (time.Now when nil); a test seam.
 	Now func() time.Time
+	// Guide profiles the endpoints of a profile-guided search (see
+	// Guide); nil: such a search goes on unguided, saying so.
+	Guide GuideFunc
 
 	targets map[string]Target // builds available in this process, by key
 }
@@ -117,6 +120,15 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 			spend()
 			s.Updated = now()
 			return e.save(ctx, s)
+		}
+		if act.Kind == ActGuide {
+			if err := e.guide(ctx, s, now); err != nil {
+				return err
+			}
+			if err := e.save(ctx, s); err != nil {
+				return err
+			}
+			continue
 		}
 		c := s.Commits[act.Commit]
 		if e.Progress != nil {

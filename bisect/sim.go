@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -66,6 +67,9 @@ type SimConfig struct {
 type SimHints struct {
 	Right  float64
 	Others int
+	// Runs is the profiled runs the profile costs, both sides, counted as
+	// samples; default 6 (internal/app's DefaultGuideRuns a side).
+	Runs int
 }
 
 // On reports whether h gives any hint.
@@ -369,10 +373,18 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 	if cfg.Plan != 0 {
 		s.Plan = max(cfg.Plan, 0)
 	}
-	s.Hints = cfg.Hints.draw(h, seed)
 	s.MaxTime = cfg.MaxTime
 	lab.sampleTime, lab.buildTime = cfg.SampleTime, cfg.BuildTime
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return lab.clock }}
+	if cfg.Hints.On() {
+		// The profile is asked for as in a real bisection: once the
+		// endpoints differ, through the engine's Guide.
+		hints, runs := cfg.Hints.draw(h, seed), cmp.Or(cfg.Hints.Runs, 6)
+		s.Guide = &Guide{}
+		e.Guide = func(context.Context, *State) (Guide, error) {
+			return Guide{Runs: runs, Pointers: []GuidePointer{{Function: "simulated", Files: []string{"sim.c"}, Commits: hints}}}, nil
+		}
+	}
 	if err := e.Run(context.Background(), s); err != nil {
 		return SimRun{}, nil, nil, err
 	}
@@ -386,7 +398,7 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 
 // score compares a finished bisection with the truth.
 func score(s *State, h *SimHistory) SimRun {
-	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken, Spend: s.Spend(),
+	run := SimRun{Outcome: s.Outcome, Builds: s.BuildsDone, Samples: s.SamplesTaken + s.guideRuns(), Spend: s.Spend(),
 		Bound: math.Log2(float64(max(1, s.CandidateCount())))}
 	named := map[int]bool{}
 	for _, c := range s.Culprits {

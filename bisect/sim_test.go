@@ -202,7 +202,8 @@ var hintTable = flag.String("hinttable", "", "run the profile-guided search expe
 
 // hintModels are the profiles of the experiment: none, right most of the
 // time, right half the time, and always wrong; each with two more
-// commits touching the same files.
+// commits touching the same files. Each profile costs 6 runs (3 a side),
+// counted in the samples.
 var hintModels = []SimHints{{}, {Right: 0.8, Others: 2}, {Right: 0.5, Others: 2}, {Right: 0, Others: 3}}
 
 // TestProfileHintTable measures profile-guided search in the simulation
@@ -217,6 +218,8 @@ func TestProfileHintTable(t *testing.T) {
 		{Commits: 1000, Culprits: 1, Effect: 0.10, BrokenStretches: 3},
 		{Commits: 1000, Culprits: 2, Effect: 0.10, BrokenStretches: 3},
 		{Commits: 100, Culprits: 1, Effect: 0.10},
+		// The demo's shape: 30 commits, two culprits, a broken stretch.
+		{Commits: 30, Culprits: 2, Effect: 0.10, BrokenStretches: 1},
 	}
 	var b strings.Builder
 	b.WriteString("| commits | culprits | hints: culprit named, other commits | runs | exact culprits | wrong blame | builds | samples |\n|---:|---:|---|---:|---:|---:|---:|---:|\n")

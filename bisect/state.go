@@ -63,10 +63,13 @@ type State struct {
 	// Hints are commits (indexes into Commits) a profile of the endpoints
 	// points at: they touch the files of the functions whose CPU share
 	// grew. The search splits so as to isolate them first (hintSplit).
-	// Empty, as in every state today: plain bisection. An experiment
-	// (docs/bisect.md, "Profile-guided search"); nothing sets it outside
-	// the simulation yet.
+	// Empty: plain bisection. Set from Guide in a profile-guided
+	// bisection, directly by the simulation (docs/bisect.md,
+	// "Profile-guided search").
 	Hints []int `json:"hints,omitempty"`
+	// Guide is what a profile of the endpoints pointed at, in a
+	// profile-guided bisection; nil otherwise.
+	Guide *Guide `json:"guide,omitempty"`
 
 	// Plan is the version of the search's rules the bisection follows
 	// (see CurrentPlan). States saved before plans existed have 0 and

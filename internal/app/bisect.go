@@ -154,6 +154,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 				st.SetWindow(0)
 			}
 			st.MaxTime = req.MaxTime
+			if req.profileGuided() {
+				st.Guide = &bisect.Guide{}
+			}
 			// Saved at once, so the ID printed below resumes even if the
 			// first build or sample fails.
 			if err := saver.SaveBisection(ctx, st); err != nil {
@@ -206,6 +209,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		events()
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
 	}}
+	eng.Guide = bisectGuide{repo: repo, job: bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID,
+		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}}.guide
 	err = eng.Run(ctx, st)
 	events()
 	if err != nil {
@@ -279,7 +284,7 @@ func engineKind(k string) Kind {
 		return ""
 	case "broken", "unmeasurable":
 		return KindSkip
-	case "verdict", "split", "check", "culprit", "outcome", "resume":
+	case "verdict", "split", "check", "culprit", "outcome", "resume", "guide":
 		return Kind(k)
 	}
 	return KindNote

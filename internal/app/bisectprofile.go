@@ -72,7 +72,7 @@ func (j bisectProfileJob) profileCulprits(ctx context.Context, f *finding.Findin
 		cache := filepath.Join(j.StateDir, "profiles", j.ID, key)
 		p, err := j.cached(cache)
 		if err != nil {
-			p = at.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg")
+			p = at.profile(ctx, c.Parent.Hash, c.Commit.Hash, cache+".svg", "")
 			if ctx.Err() != nil {
 				return
 			}
@@ -129,8 +129,9 @@ func (j bisectProfileJob) cached(path string) (*finding.Profile, error) {
 }
 
 // profile takes the profiled runs of parent and culprit and writes the
-// flame graph to svg.
-func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg string) *finding.Profile {
+// flame graph to svg. intro, when given, is the line said first instead of
+// "where the time went".
+func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg, intro string) *finding.Profile {
 	fp := strings.Contains(j.Options.CFLAGS, build.FramePointerFlag)
 	var warnings []string
 	failed := func(err error) *finding.Profile {
@@ -161,7 +162,10 @@ func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg stri
 		}
 		targets[i] = t.(bisectTarget).Target
 	}
-	j.Sink.note("==> where the time went: profiling %s against its parent %s, %d runs each", targets[1].Name, targets[0].Name, j.Runs)
+	if intro == "" {
+		intro = fmt.Sprintf("==> where the time went: profiling %s against its parent %s, %d runs each", targets[1].Name, targets[0].Name, j.Runs)
+	}
+	j.Sink.note("%s", intro)
 	done := [2]int{}
 	pc, err := bench.CompareProfiles(ctx, j.Runner, profile.Recorder{Dir: j.StateDir}, j.Scenario, targets[0], targets[1], j.Point, j.Runs, bench.Order{},
 		func(s bench.Sample) {

@@ -33,6 +33,7 @@ const (
 	KindCulprit       Kind = "culprit"
 	KindOutcome       Kind = "outcome"
 	KindResume        Kind = "resume"
+	KindGuide         Kind = "guide" // what a profile of the endpoints points the search at
 	// KindDone ends an operation's events (Error says why, when it
 	// failed). An interrupted operation records none: a resumed bisection
 	// continues the same stream.
@@ -43,7 +44,7 @@ const (
 // which a terminal shows as "==> TEXT".
 func (k Kind) Decision() bool {
 	switch k {
-	case KindVerdict, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume:
+	case KindVerdict, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume, KindGuide:
 		return true
 	}
 	return false

@@ -61,6 +61,11 @@ type BisectRequest struct {
 	// ProfileFramePointers profiles builds made with frame pointers
 	// instead of the bisection's own.
 	ProfileFramePointers bool `json:"profile_frame_pointers,omitempty"`
+	// ProfileGuided makes a new bisection profile its endpoints once they
+	// differ and try first the commits that touch the files of the
+	// functions whose CPU share grew (bisectguide.go); nil takes
+	// DefaultProfileGuided. A resumed bisection keeps what it began with.
+	ProfileGuided *bool `json:"profile_guided,omitempty"`
 	// Post posts the finding to GitHub when the bisection ends; without
 	// it the finding is kept, not queued for posting.
 	Post bool `json:"post,omitempty"`
@@ -75,6 +80,14 @@ type BisectRequest struct {
 
 // Kind implements Request.
 func (BisectRequest) Kind() string { return "bisect" }
+
+// profileGuided says whether a new bisection of r is profile-guided.
+func (r BisectRequest) profileGuided() bool {
+	if r.ProfileGuided != nil {
+		return *r.ProfileGuided
+	}
+	return DefaultProfileGuided
+}
 
 // Args are the request as the flags of 'pgbisect bisect' (for status, job
 // logs and reproducing it by hand).
@@ -124,6 +137,9 @@ func (r BisectRequest) Args() []string {
 	}
 	if r.ProfileFramePointers {
 		a = append(a, "--profile-frame-pointers")
+	}
+	if r.ProfileGuided != nil {
+		a = append(a, fmt.Sprintf("--profile-guided=%t", *r.ProfileGuided))
 	}
 	if r.Post {
 		a = append(a, "--post")

@@ -48,11 +48,15 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.BoolVar(&req.NoRevertCheck, "no-revert-check", false, "do not check the culprits by reverting them on top of the bad commit")
 	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each confirmed culprit and its parent with perf this many runs each (0: no profiles)")
 	fs.BoolVar(&req.ProfileFramePointers, "profile-frame-pointers", false, "profile builds made with -fno-omit-frame-pointer (a separate build; the first is a full one) for exact inclusive shares")
+	guided := fs.Bool("profile-guided", app.DefaultProfileGuided, "once the endpoints differ, CPU-profile them (3 runs each) and try first the commits that touch\nthe files of the functions whose share grew (docs/bisect.md, \"Profile-guided search\")")
 	return func() app.BisectRequest {
 		r := req
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "profile-runs" {
+			switch f.Name {
+			case "profile-runs":
 				r.ProfileRuns = profileRuns
+			case "profile-guided":
+				r.ProfileGuided = guided
 			}
 		})
 		if len(sets) > 0 {

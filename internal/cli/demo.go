@@ -214,6 +214,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	stateDir := fs.String("state", "", "state `DIR` (default from the config); the demo repository goes to DIR/demo")
 	repoDir := fs.String("repo", "", "where to create the demo repository (default: DIR/demo/postgresql-15-demo.git)")
 	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
+	guided := fs.Bool("profile-guided", app.DefaultProfileGuided, "profile the endpoints and try first the commits touching the files of the functions that grew")
 	shared := fs.Bool("shared-fixture", false, "hard-link the release from the test fixture instead of importing the tarball (tests)")
 	if _, err := parseFlags(fs, env); err != nil {
 		return err
@@ -246,10 +247,11 @@ func demoRun(ctx context.Context, env *Env) error {
 	defer a.Close()
 	out, err := a.Bisect(ctx, "", app.BisectRequest{
 		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
-		Set:         map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
-		MinEffect:   *minEffect,
-		MaxSamples:  *maxSamples,
-		ProfileRuns: profileRuns,
+		Set:           map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
+		MinEffect:     *minEffect,
+		MaxSamples:    *maxSamples,
+		ProfileRuns:   profileRuns,
+		ProfileGuided: guided,
 	}, progress(env.Stderr))
 	if err != nil {
 		return err

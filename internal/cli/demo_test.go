@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
@@ -141,8 +142,41 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	}
 	demoCheckProfiles(t, f, h, filepath.Join(notify.ReportsDir(state), f.ID))
+	demoCheckGuide(t, st, h)
 	t.Logf("demo bisection: %s wall, %d builds (%s), %d samples (%s), %d candidates",
 		wall.Round(time.Second), st.BuildsDone, st.BuildTime.Round(time.Second), st.SamplesTaken, st.MeasureTime.Round(time.Second), st.CandidateCount())
+}
+
+// demoCheckGuide checks the profile-guided search when it is on (the
+// default): with perf (and root), the profile of the endpoints points at
+// NextCopyFrom in copyfromparse.c, and the culprit that slowed it is among
+// the hints; without perf the search went on unguided and says why.
+func demoCheckGuide(t *testing.T, st *bisect.State, h demoHistory) {
+	t.Helper()
+	if st.Guide == nil {
+		t.Logf("demo: not profile-guided")
+		return
+	}
+	t.Logf("demo: %s; %d profiled runs; hints %d of %d candidates", st.GuideSummary(), st.Guide.Runs, len(st.Hints), st.CandidateCount())
+	_, perfErr := exec.LookPath("perf")
+	if perfErr != nil || os.Geteuid() != 0 {
+		if !st.Guide.Done || len(st.Hints) > 0 || st.Guide.Note == "" {
+			t.Errorf("profile-guided without perf: %+v, hints %v", st.Guide, st.Hints)
+		}
+		return
+	}
+	culprit := slices.IndexFunc(st.Commits, func(c bisect.Commit) bool { return c.Hash == h.Culprits[0] })
+	for _, p := range st.Guide.Pointers {
+		if p.Function == "NextCopyFrom" {
+			if !slices.Contains(p.Files, "src/backend/commands/copyfromparse.c") || !slices.Contains(p.Commits, culprit) ||
+				!slices.Contains(st.Hints, culprit) {
+				t.Errorf("the profile points at NextCopyFrom in %v, commits %v; want copyfromparse.c and the culprit %d among hints %v",
+					p.Files, p.Commits, culprit, st.Hints)
+			}
+			return
+		}
+	}
+	t.Errorf("the profile of the endpoints does not point at NextCopyFrom: %+v", st.Guide)
 }
 
 func demoTail(s string, n int) string {

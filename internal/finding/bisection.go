@@ -108,6 +108,9 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 		f.Warnings = append(f.Warnings, bisect.MergeBaseNote(KeyHash(Commit{Hash: in.GivenGood}), s.Commits[0].Short()))
 	}
 	f.Warnings = append(f.Warnings, s.Summary)
+	if g := s.GuideSummary(); g != "" {
+		f.Warnings = append(f.Warnings, g)
+	}
 	for _, u := range s.Unresolved {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("unresolved range %s: %s", s.RangeName(u), u.Note))
 	}

@@ -207,3 +207,32 @@ func TestFromBisectionUnmeasurable(t *testing.T) {
 		t.Errorf("finding %s lacks the endpoint's server log:\n%s", f.Kind, notify.TextFile(f))
 	}
 }
+
+// TestFromBisectionGuided: a profile-guided bisection's finding says what
+// the profile pointed at; an unguided one says nothing of it.
+func TestFromBisectionGuided(t *testing.T) {
+	l := newLab(30, nil, map[int]float64{11: 0.2}, nil, nil)
+	in := bisect.Inputs{Repo: "test", Good: l.commits[0].Hash, Bad: l.commits[29].Hash, Scenario: "/x/copy-single.yaml",
+		Metric: "elapsed", Direction: stats.LowerIsBetter, Thresholds: stats.Thresholds{Alpha: 0.05, MinEffect: 0.05, MaxSamples: 20}}
+	s, err := bisect.NewState(in, l.commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Guide = &bisect.Guide{}
+	e := &bisect.Engine{Builder: l, Measurer: l, Guide: func(context.Context, *bisect.State) (bisect.Guide, error) {
+		return bisect.Guide{Runs: 6, Pointers: []bisect.GuidePointer{{Function: "NextCopyFrom", Change: 0.3, Files: []string{"copyfromparse.c"}, Commits: []int{11}}}}, nil
+	}}
+	if err := e.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	f := finding.FromBisection(s, finding.Report{})
+	want := "profile-guided search: profile points at NextCopyFrom (copyfromparse.c, self share +30.0 points): 1 commit touches it: " + l.commits[11].Short()
+	if !slices.Contains(f.Warnings, want) || len(f.Culprits) != 1 || f.Culprits[0].Commit.Hash != l.commits[11].Hash {
+		t.Errorf("warnings %q, culprits %d; want %q and the culprit", f.Warnings, len(f.Culprits), want)
+	}
+	for _, w := range finding.FromBisection(l.run(t, stats.LowerIsBetter), finding.Report{}).Warnings {
+		if strings.Contains(w, "profile") {
+			t.Errorf("unguided finding says %q", w)
+		}
+	}
+}
