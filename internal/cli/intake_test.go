@@ -21,8 +21,8 @@ func TestIntakeParser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parse := intakeParser(cfg)
-	req, err := parse(strings.Fields("bisect copy-single --good REL_15_0 --bad REL_16_0 --metric copy_time --set rows=1000"))
+	parse := intakeParser(cfg, intakePatches{})
+	req, err := parse(context.Background(), strings.Fields("bisect copy-single --good REL_15_0 --bad REL_16_0 --metric copy_time --set rows=1000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestIntakeParser(t *testing.T) {
 		!strings.HasSuffix(b.Scenario, "configs/scenarios/copy-single.yaml") || b.Good != "REL_15_0" || b.Set["rows"] != "1000" {
 		t.Errorf("bisect: %+v %s %v", req, req.Body, err)
 	}
-	req, err = parse(strings.Fields("compare copy-single REL_15_0 REL_16_0 --point clients=1"))
+	req, err = parse(context.Background(), strings.Fields("compare copy-single REL_15_0 REL_16_0 --point clients=1"))
 	var c app.CompareRequest
 	if err != nil || json.Unmarshal(req.Body, &c) != nil || req.Kind != "compare" || c.A != "REL_15_0" || c.B != "REL_16_0" || c.Point != "clients=1" {
 		t.Errorf("compare: %+v %v", req, err)
@@ -45,7 +45,7 @@ func TestIntakeParser(t *testing.T) {
 		{"cancel x", `job ID "x" is not a number`},
 		{"", "there is no command after the handle"},
 	} {
-		if _, err := parse(strings.Fields(tc.cmd)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parse(context.Background(), strings.Fields(tc.cmd)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.cmd, err, tc.want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/jobs"
@@ -49,7 +50,7 @@ func serveRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	hook, err := webhook(cfg, st, queue, cfg.Machine.Class, env)
+	hook, err := webhook(ctx, cfg, st, queue, cfg.Machine.Class, env, true)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func serveEnqueue(ctx context.Context, queue *jobs.Queue, class string, r web.Re
 // webhook is the handler of GitHub's issue_comment deliveries when
 // PGBISECT_WEBHOOK_SECRET is set (nil otherwise): it needs the repository
 // and GITHUB_TOKEN configured, to check who asks and to answer.
-func webhook(cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, env *Env) (http.Handler, error) {
+func webhook(ctx context.Context, cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, env *Env, follow bool) (http.Handler, error) {
 	secret := os.Getenv(webhookSecretEnv)
 	if secret == "" {
 		return nil, nil
@@ -124,6 +125,11 @@ func webhook(cfg *config.Config, st *store.Store, queue *jobs.Queue, class strin
 	}
 	if d == nil {
 		return nil, fmt.Errorf("%s is set but github.repo or GITHUB_TOKEN is not: the webhook needs both to check who asks and to answer", webhookSecretEnv)
+	}
+	if follow {
+		// Nothing polls here: answer as the queued jobs run, once a minute
+		// (a daemon that polls does it after each poll).
+		go pollComments(ctx, d, time.Minute, false, env.Log)
 	}
 	return d.Webhook([]byte(secret)), nil
 }

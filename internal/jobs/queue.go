@@ -71,6 +71,15 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class s
 	return res.Job, nil
 }
 
+// EventsOfRow is the events stream of a queued job (EventsOf its key).
+func EventsOfRow(row *rivertype.JobRow) string {
+	var c Common
+	if err := json.Unmarshal(row.EncodedArgs, &c); err != nil || c.Key == "" {
+		return ""
+	}
+	return EventsOf(c.Key)
+}
+
 // Enqueue queues request r for a machine of class and returns the job.
 func (q *Queue) Enqueue(ctx context.Context, r app.Request, class string) (*rivertype.JobRow, error) {
 	args, err := Args(r, class)

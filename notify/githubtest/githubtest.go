@@ -1,7 +1,8 @@
 // Package githubtest is a fake GitHub for tests: an httptest server playing
 // the REST endpoints the bot's intake uses (comments, permissions,
-// reactions, replies), checking the token on every request and answering
-// unchanged lists with 304 to a matching If-None-Match.
+// reactions, replies and their edits, pull requests' diffs), checking the
+// token on every request and answering unchanged lists with 304 to a
+// matching If-None-Match.
 package githubtest
 
 import (
@@ -39,6 +40,12 @@ type Hub struct {
 	nextID  int64
 	// Lists counts comment list requests; Free those answered 304.
 	Lists, Free int
+	// Edits counts edits of the bot's comments.
+	Edits int
+	// Pulls are the diffs of pull requests by number (GET with the diff
+	// media type); Diffs counts their fetches.
+	Pulls map[int]string
+	Diffs int
 }
 
 // Comment is an issue comment on the fake.
@@ -52,7 +59,7 @@ type Comment struct {
 
 // New starts a fake GitHub that accepts only token, closed when t ends.
 func New(t testing.TB, token string) *Hub {
-	h := &Hub{t: t, token: token, Permissions: map[string]string{}, Replies: map[int64]string{}, nextID: 5000}
+	h := &Hub{t: t, token: token, Permissions: map[string]string{}, Replies: map[int64]string{}, Pulls: map[int]string{}, nextID: 5000}
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(h.srv.Close)
 	return h
@@ -107,6 +114,29 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
+	case r.Method == "GET" && strings.HasPrefix(path, repo+"issues/") && strings.HasSuffix(path, "/comments"):
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(path, repo+"issues/"), "/comments"))
+		out := []map[string]any{}
+		for _, c := range h.comments {
+			if c.Issue == n {
+				out = append(out, map[string]any{"id": c.ID, "body": c.Body, "user": map[string]any{"login": c.User},
+					"updated_at": c.Updated.Format(time.RFC3339)})
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	case r.Method == "GET" && strings.HasPrefix(path, repo+"pulls/"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(path, repo+"pulls/"))
+		if got := r.Header.Get("Accept"); got != "application/vnd.github.v3.diff" {
+			h.t.Errorf("pull request %d fetched with Accept %q, want the diff media type", n, got)
+		}
+		diff, ok := h.Pulls[n]
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
+			return
+		}
+		h.Diffs++
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(diff))
 	case r.Method == "GET" && strings.HasPrefix(path, repo+"collaborators/") && strings.HasSuffix(path, "/permission"):
 		user := strings.TrimSuffix(strings.TrimPrefix(path, repo+"collaborators/"), "/permission")
 		p, ok := h.Permissions[user]
@@ -135,6 +165,12 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Body string }
 		json.NewDecoder(r.Body).Decode(&body)
 		h.Replies[id] = body.Body
+		h.Edits++
+		for i, c := range h.comments {
+			if c.ID == id {
+				h.comments[i].Body = body.Body
+			}
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "body": body.Body})
 	default:
 		h.t.Errorf("unexpected %s %s", r.Method, r.URL)
