@@ -181,17 +181,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	shown := len(st.Events)
 	endpoints := len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending
 	events := func() {
-		for _, e := range st.Events[shown:] {
-			if k := engineKind(e.Kind); k != "" {
-				if k == KindVerdict && !endpoints && len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending {
-					// The first verdict is the endpoints'.
-					k, endpoints = KindEndpoints, true
-				}
-				sink(Event{Kind: k, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: e.Message})
-			}
-			if c, ok := confirmedCulprit(st, e); ok {
-				sink(Event{Kind: KindCulprit, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: c})
-			}
+		for _, e := range engineEvents(st, shown, &endpoints) {
+			sink(e)
 		}
 		shown = len(st.Events)
 	}
@@ -262,6 +253,26 @@ func (a *App) builderFor(ctx context.Context, source string, sink Sink) (*build.
 		return a.Builder(ctx, sink)
 	}
 	return a.openBuilder(ctx, source, newLineWriter(sink, KindBuildStep))
+}
+
+// engineEvents are the App's events for the engine's st.Events[from:]: a
+// decision each (the first verdict, the endpoints', as KindEndpoints once
+// *endpoints is false), and a KindCulprit after each check that confirmed
+// its commit.
+func engineEvents(st *bisect.State, from int, endpoints *bool) []Event {
+	var out []Event
+	for _, e := range st.Events[from:] {
+		if k := engineKind(e.Kind); k != "" {
+			if k == KindVerdict && !*endpoints && len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending {
+				k, *endpoints = KindEndpoints, true
+			}
+			out = append(out, Event{Kind: k, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: e.Message})
+		}
+		if c, ok := confirmedCulprit(st, e); ok {
+			out = append(out, Event{Kind: KindCulprit, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: c})
+		}
+	}
+	return out
 }
 
 // confirmedCulprit says, for an engine event that decided a check, whether

@@ -154,7 +154,8 @@ func TestAnswersFollowJobEvents(t *testing.T) {
 }
 
 // TestAnswerOfAFailedJob: a job that fails says so in its reply and in a
-// result comment that names the requester.
+// result comment that names the requester; a comparison's verdicts are
+// its result.
 func TestAnswerOfAFailedJob(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -171,6 +172,21 @@ func TestAnswerOfAFailedJob(t *testing.T) {
 	}
 	rs := f.results()
 	if len(rs) != 1 || !strings.Contains(rs[0], "@andres job "+f.queued[0]+" (`bisect copy-single --good A --bad B`) failed: building 1a2b3c: configure failed.") {
+		t.Errorf("result comments %q", rs)
+	}
+
+	f.hub.Comment(402, 61, "andres", "@pgbisect bisect copy-single --good C --bad D", time.Date(2026, 11, 29, 15, 1, 0, 0, time.UTC))
+	if _, err := d.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, _ = strconv.ParseInt(f.queued[1], 10, 64)
+	job = app.Journal(ctx, f.st, EventsOf(id), nil, nil)
+	verdicts := "copy-single: A = 1a2b3c, B = 1a2b3c+patch\ncopy_time: improvement, B/A 0.493 [0.335, 0.716], p 0.0001, n 20+20"
+	job(app.Event{Kind: app.KindDone, Result: verdicts})
+	if _, err := d.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rs := f.results(); len(rs) != 2 || !strings.Contains(strings.Join(rs, "\n"), "finished:\n\n```\n"+verdicts+"\n```") {
 		t.Errorf("result comments %q", rs)
 	}
 }
