@@ -447,3 +447,11 @@ func (in *Intake) FindComment(ctx context.Context, issue int, mark string) (int6
 		opts.Page = resp.NextPage
 	}
 }
+
+// RateLimited reports whether err is GitHub refusing for its primary or
+// secondary rate limit: the caller should stop asking until later.
+func RateLimited(err error) bool {
+	var rl *github.RateLimitError
+	var ab *github.AbuseRateLimitError
+	return errors.As(err, &rl) || errors.As(err, &ab)
+}

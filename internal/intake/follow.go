@@ -50,6 +50,9 @@ func (d *Dispatcher) Follow(ctx context.Context) (int, error) {
 		if err != nil {
 			d.o.Log.Warn("following a job for its answer", slog.String("job", a.JobID), slog.Int("issue", a.Issue), slog.String("err", err.Error()))
 			errs = append(errs, err.Error())
+			if notify.RateLimited(err) {
+				break // the others wait for the next pass
+			}
 			continue
 		}
 		if did {

@@ -190,3 +190,44 @@ func TestAnswerOfAFailedJob(t *testing.T) {
 		t.Errorf("result comments %q", rs)
 	}
 }
+
+// TestFollowStopsAtTheRateLimit: when GitHub refuses an edit for its rate
+// limit, the pass stops (the other answers are not tried), nothing is
+// recorded as shown, and no request is made before the reset; a pass after
+// it edits every answer.
+func TestFollowStopsAtTheRateLimit(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
+	f.hub.Comment(501, 62, "andres", "@pgbisect bisect copy-single --good A --bad B", t0)
+	f.hub.Comment(502, 63, "andres", "@pgbisect bisect copy-single --good C --bad D", t0.Add(time.Minute))
+	d := f.dispatcher(t)
+	if _, err := d.Poll(ctx); err != nil || len(f.queued) != 2 {
+		t.Fatalf("poll: %v, queued %v", err, f.queued)
+	}
+	for _, q := range f.queued {
+		id, _ := strconv.ParseInt(q, 10, 64)
+		app.Journal(ctx, f.st, EventsOf(id), nil, nil)(app.Event{Kind: app.KindStart, Text: "bisection " + q})
+	}
+	f.hub.Lock()
+	f.hub.LimitEdits = true
+	f.hub.Unlock()
+	if _, err := d.Follow(ctx); err == nil || !strings.Contains(err.Error(), "rate limit") {
+		t.Errorf("rate-limited pass: %v", err)
+	}
+	// Until the reset GitHub announced, go-github does not even ask.
+	if _, err := d.Follow(ctx); err == nil {
+		t.Error("a pass before the reset went through")
+	}
+	f.hub.Lock()
+	limited := f.hub.Limited
+	f.hub.LimitEdits = false
+	f.hub.Unlock()
+	if limited != 1 {
+		t.Errorf("%d edits tried at the rate limit, want 1 (then stop, and ask no more before the reset)", limited)
+	}
+	// Later (a new client: the reset has passed), every answer is edited.
+	if n, err := f.dispatcher(t).Follow(ctx); err != nil || n != 2 || f.edits() != 2 {
+		t.Errorf("next pass: %d answers (%v), %d edits; want 2 and 2", n, err, f.edits())
+	}
+}

@@ -40,8 +40,11 @@ type Hub struct {
 	nextID  int64
 	// Lists counts comment list requests; Free those answered 304.
 	Lists, Free int
-	// Edits counts edits of the bot's comments.
-	Edits int
+	// Edits counts edits of the bot's comments; with LimitEdits set, an
+	// edit is refused for the primary rate limit (counted in Limited).
+	Edits      int
+	LimitEdits bool
+	Limited    int
 	// Pulls are the diffs of pull requests by number (GET with the diff
 	// media type); Diffs counts their fetches.
 	Pulls map[int]string
@@ -157,6 +160,12 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		h.Replies[h.nextID] = body.Body
 		h.comments = append(h.comments, Comment{ID: h.nextID, Issue: n, User: "pgbisect-bot", Body: body.Body, Updated: h.latest().Add(time.Second)})
 		writeJSON(w, http.StatusCreated, map[string]any{"id": h.nextID, "body": body.Body})
+	case r.Method == "PATCH" && strings.HasPrefix(path, repo+"issues/comments/") && h.LimitEdits:
+		h.Limited++
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "API rate limit exceeded"})
 	case r.Method == "PATCH" && strings.HasPrefix(path, repo+"issues/comments/"):
 		id, _ := strconv.ParseInt(strings.TrimPrefix(path, repo+"issues/comments/"), 10, 64)
 		if _, ok := h.Replies[id]; !ok {
