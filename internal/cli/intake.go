@@ -73,6 +73,13 @@ func newDispatcher(cfg *config.Config, st *store.Store, queue *jobs.Queue, class
 		Answer: func(ctx context.Context, req intake.Request, by string) (string, error) {
 			return intakeAnswer(ctx, queue, req)
 		},
+		Pending: func(ctx context.Context, jobID string) (bool, error) {
+			id, err := strconv.ParseInt(jobID, 10, 64)
+			if err != nil {
+				return false, err
+			}
+			return queue.Pending(ctx, id)
+		},
 	})
 }
 

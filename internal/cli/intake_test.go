@@ -103,6 +103,9 @@ func TestCommentQueuesOneRiverJob(t *testing.T) {
 		t.Fatalf("jobs of class %s: %+v", class, js)
 	}
 	id := js[0].ID
+	if p, err := queue.Pending(ctx, id); err != nil || !p {
+		t.Errorf("queued job pending: %v %v", p, err)
+	}
 	hub.Comment(902, 7, "andres", "@pgbisect status", t0.Add(time.Minute))
 	hub.Comment(903, 7, "andres", "@pgbisect cancel "+strconv.FormatInt(id, 10), t0.Add(2*time.Minute))
 	if _, err := d.Poll(ctx); err != nil {
@@ -123,6 +126,12 @@ func TestCommentQueuesOneRiverJob(t *testing.T) {
 	}
 	if js := classJobs(); len(js) != 1 || js[0].State != "cancelled" {
 		t.Errorf("after cancel: %+v", js)
+	}
+	if p, err := queue.Pending(ctx, id); err != nil || p {
+		t.Errorf("cancelled job pending: %v %v", p, err)
+	}
+	if p, err := queue.Pending(ctx, 1<<40); err != nil || p {
+		t.Errorf("a job River no longer has is pending: %v %v", p, err)
 	}
 }
 

@@ -77,13 +77,32 @@ func (d *Dispatcher) follow(ctx context.Context, a store.Answer) (bool, error) {
 	var lines []string
 	var end *app.Milestone
 	seq := a.ProgressSeq
-	for _, se := range evs {
+	for i, se := range evs {
+		prev := seq
 		seq = se.Seq
 		e, err := app.Decode(se)
 		if err != nil {
 			continue // an event this pgbisect cannot read is no milestone
 		}
 		m := app.MilestoneOf(e)
+		if m.End && m.Failed && d.o.Pending != nil {
+			// An attempt failed; River may run the job again.
+			pending, err := d.o.Pending(ctx, a.JobID)
+			if err != nil {
+				return false, err
+			}
+			if pending && i == len(evs)-1 {
+				// Nothing after it yet: final or not is known once the
+				// job leaves running. Read it again next pass.
+				seq = prev
+				break
+			}
+			if pending {
+				// A retry is under way (its events follow).
+				lines = append(lines, "- attempt "+m.Line+"; retried")
+				continue
+			}
+		}
 		if m.Line != "" {
 			lines = append(lines, "- "+m.Line)
 		}
@@ -158,7 +177,16 @@ func (d *Dispatcher) resultBody(ctx context.Context, a store.Answer, m app.Miles
 		if d.o.DashboardURL != "" {
 			fmt.Fprintf(&b, "The finding: %s/findings/%s\n\n", d.o.DashboardURL, f.ID)
 		}
-		if len(f.Culprits) > 0 {
+		var posted []string
+		for _, p := range sf.Posts {
+			if p.Issue != 0 && (p.Action == finding.ActionCreated || p.Action == finding.ActionCommented) {
+				posted = append(posted, fmt.Sprintf("#%d (%s)", p.Issue, p.Action))
+			}
+		}
+		switch {
+		case len(posted) > 0:
+			fmt.Fprintf(&b, "Culprit issues: %s.\n\n", strings.Join(posted, ", "))
+		case len(f.Culprits) > 0:
 			b.WriteString("Each culprit gets its issue (or a comment on the open one) as findings are posted.\n\n")
 		}
 		b.WriteString(notify.Markdown(f, notify.Options{MaxLen: notify.MaxBody - b.Len() - 200}))

@@ -231,3 +231,59 @@ func TestFollowStopsAtTheRateLimit(t *testing.T) {
 		t.Errorf("next pass: %d answers (%v), %d edits; want 2 and 2", n, err, f.edits())
 	}
 }
+
+// TestFailedAttemptRetried: a failed attempt of a job River will run again
+// is not its end: while the job is running the failure is left to read
+// again, once a retry's events follow it is shown as a failed attempt, and
+// only the last attempt's failure ends the answer.
+func TestFailedAttemptRetried(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.hub.Comment(601, 64, "andres", "@pgbisect bisect copy-single --good A --bad B", time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC))
+	d := f.dispatcher(t)
+	pending := true
+	d.o.Pending = func(_ context.Context, job string) (bool, error) {
+		if job != f.queued[0] {
+			t.Errorf("Pending(%q), want job %s", job, f.queued[0])
+		}
+		return pending, nil
+	}
+	if _, err := d.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(f.queued[0], 10, 64)
+	job := app.Journal(ctx, f.st, EventsOf(id), nil, nil)
+	job(app.Event{Kind: app.KindStart, Text: "bisection b2"})
+	job(app.Event{Kind: app.KindDone, Error: "the store went away"})
+	for range 2 {
+		if _, err := d.Follow(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.results()) != 0 || f.edits() != 1 {
+		t.Fatalf("after a failed attempt of a running job: %d results, %d edits; want 0 and 1", len(f.results()), f.edits())
+	}
+	job(app.Event{Kind: app.KindEndpoints, Text: "a..b: regression"})
+	job(app.Event{Kind: app.KindDone, Error: "configure failed"})
+	if _, err := d.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pending = false
+	if _, err := d.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	f.hub.Lock()
+	for _, b := range f.hub.Replies {
+		if strings.Contains(b, "queued as job") {
+			reply = b
+		}
+	}
+	f.hub.Unlock()
+	if !strings.HasSuffix(reply, "- started: bisection b2\n- attempt failed: the store went away; retried\n- endpoints verified: a..b: regression\n- failed: configure failed") {
+		t.Errorf("reply:\n%s", reply)
+	}
+	if rs := f.results(); len(rs) != 1 || !strings.Contains(rs[0], "failed: configure failed.") {
+		t.Errorf("results %q", rs)
+	}
+}

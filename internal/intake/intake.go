@@ -51,6 +51,10 @@ type Options struct {
 	// comment, and returns the job's id and its events stream (which
 	// Follow reads for the job's milestones; "" follows nothing).
 	Queue func(ctx context.Context, tx pgx.Tx, req Request, requestedBy string) (jobID, events string, err error)
+	// Pending, when set, says whether job id may still run (queued,
+	// running, or waiting for a retry): a failed attempt is then not the
+	// end of its answer. Nil: every failure is final.
+	Pending func(ctx context.Context, jobID string) (bool, error)
 	// Answer runs an answer-only request and returns the reply.
 	Answer func(ctx context.Context, req Request, requestedBy string) (string, error)
 	// DashboardURL, when set, is where `pgbisect serve` is reachable; the

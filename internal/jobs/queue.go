@@ -190,6 +190,24 @@ func (q *Queue) MoveLegacyJobs(ctx context.Context, class string, legacy func(*a
 	})
 }
 
+// Pending says whether job id may still run: queued, running, scheduled or
+// waiting for a retry (not completed, cancelled or discarded, nor
+// removed by River's cleaner).
+func (q *Queue) Pending(ctx context.Context, id int64) (bool, error) {
+	row, err := q.client.JobGet(ctx, id)
+	if errors.Is(err, river.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading job %d: %w", id, err)
+	}
+	switch row.State {
+	case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+		return false, nil
+	}
+	return true, nil
+}
+
 // Cancel cancels job id: a job not started never runs, a running one is
 // stopped by its worker (River tells it), a finished one is left as it is.
 func (q *Queue) Cancel(ctx context.Context, id int64) (*rivertype.JobRow, error) {
