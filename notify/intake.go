@@ -455,3 +455,10 @@ func RateLimited(err error) bool {
 	var ab *github.AbuseRateLimitError
 	return errors.As(err, &rl) || errors.As(err, &ab)
 }
+
+// NotFound reports whether err is GitHub answering 404: a comment someone
+// deleted, an issue that is gone.
+func NotFound(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
+}

@@ -154,8 +154,7 @@ func (in *Intake) PullDiff(ctx context.Context, number int, max int64) ([]byte, 
 	}
 	diff, _, err := in.client.PullRequests.GetRaw(ctx, in.owner, in.repo, number, github.RawOptions{Type: github.Diff})
 	if err != nil {
-		var er *github.ErrorResponse
-		if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound {
+		if NotFound(err) {
 			return nil, fmt.Errorf("%w: %s has no pull request #%d", ErrPatchRefused, in.Repo(), number)
 		}
 		return nil, fmt.Errorf("fetching the diff of pull request #%d: %w", number, err)

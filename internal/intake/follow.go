@@ -114,8 +114,8 @@ func (d *Dispatcher) follow(ctx context.Context, a store.Answer) (bool, error) {
 	a.ProgressSeq = seq
 	if len(lines) > 0 {
 		a.Progress = strings.TrimPrefix(a.Progress+"\n"+strings.Join(lines, "\n"), "\n")
-		if err := d.o.Intake.EditReply(ctx, a.ReplyID, a.Reply+"\n\n"+a.Progress); err != nil {
-			return false, err
+		if err := d.o.Intake.EditReply(ctx, a.ReplyID, a.Reply+"\n\n"+a.Progress); err != nil && !notify.NotFound(err) {
+			return false, err // a deleted reply is not edited; the result is still posted
 		}
 	}
 	if end != nil && a.FinalID == 0 {

@@ -287,3 +287,30 @@ func TestFailedAttemptRetried(t *testing.T) {
 		t.Errorf("results %q", rs)
 	}
 }
+
+// TestFollowDeletedReply: a reply someone deleted is not edited (and not
+// tried again and again); the result is still posted.
+func TestFollowDeletedReply(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.hub.Comment(701, 65, "andres", "@pgbisect bisect copy-single --good A --bad B", time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC))
+	d := f.dispatcher(t)
+	if _, err := d.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var replyID int64
+	if err := f.st.Pool().QueryRow(ctx, "SELECT reply_id FROM github_commands WHERE comment_id = 701").Scan(&replyID); err != nil {
+		t.Fatal(err)
+	}
+	f.hub.DeleteComment(replyID)
+	id, _ := strconv.ParseInt(f.queued[0], 10, 64)
+	job := app.Journal(ctx, f.st, EventsOf(id), nil, nil)
+	job(app.Event{Kind: app.KindStart, Text: "bisection b3"})
+	job(app.Event{Kind: app.KindDone, Error: "no such revision B"})
+	if n, err := d.Follow(ctx); err != nil || n != 1 {
+		t.Fatalf("follow: %d %v", n, err)
+	}
+	if rs := f.results(); len(rs) != 1 || !strings.Contains(rs[0], "failed: no such revision B.") {
+		t.Errorf("results %q", rs)
+	}
+}

@@ -66,6 +66,7 @@ type Hub struct {
 	BodiesSeen []string
 	fail       map[string][]func(http.ResponseWriter)
 	calls      []string
+	deleted    map[int64]bool
 }
 
 // Issue is an issue (or pull request) on the fake. Comments are filled by
@@ -92,7 +93,7 @@ type Comment struct {
 // New starts a fake GitHub that accepts only token, closed when t ends.
 func New(t testing.TB, token string) *Hub {
 	h := &Hub{t: t, token: token, Permissions: map[string]string{}, Replies: map[int64]string{}, Pulls: map[int]string{}, nextID: 5000,
-		Labels: []string{"pgbisect", "performance-regression"}, fail: map[string][]func(http.ResponseWriter){}}
+		Labels: []string{"pgbisect", "performance-regression"}, fail: map[string][]func(http.ResponseWriter){}, deleted: map[int64]bool{}}
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(h.srv.Close)
 	return h
@@ -252,6 +253,10 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		RateLimited(time.Now().Add(time.Hour))(w)
 	case r.Method == "PATCH" && strings.HasPrefix(path, repo+"issues/comments/"):
 		id, _ := strconv.ParseInt(strings.TrimPrefix(path, repo+"issues/comments/"), 10, 64)
+		if h.deleted[id] {
+			writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+			return
+		}
 		if _, ok := h.Replies[id]; !ok {
 			h.t.Errorf("edit of comment %d, which is not the bot's", id)
 		}
@@ -301,6 +306,15 @@ func (h *Hub) checkBody(body string) {
 	if h.CheckBody != nil {
 		h.CheckBody(body)
 	}
+}
+
+// DeleteComment deletes comment id, as someone on GitHub may.
+func (h *Hub) DeleteComment(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deleted[id] = true
+	delete(h.Replies, id)
+	h.comments = slices.DeleteFunc(h.comments, func(c Comment) bool { return c.ID == id })
 }
 
 // AddIssue adds an issue (a pull request when pr) and returns its number.
