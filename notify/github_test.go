@@ -108,8 +108,8 @@ func TestPostCreatesIssues(t *testing.T) {
 	if len(*sleeps) != 0 {
 		t.Errorf("slept %v without any failure", *sleeps)
 	}
-	if len(g.issues) != 2 || g.issue(1).Title != title9f || g.issue(2).Title != titleFaff {
-		t.Fatalf("issues = %+v", g.issues)
+	if len(g.issues()) != 2 || g.issue(1).Title != title9f || g.issue(2).Title != titleFaff {
+		t.Fatalf("issues = %+v", g.issues())
 	}
 	body := g.issue(1).Body
 	for _, want := range []string{
@@ -135,7 +135,7 @@ func TestPostCreatesIssues(t *testing.T) {
 	}
 
 	// The token never appears in what is logged, recorded or posted.
-	for what, s := range map[string]string{"log": logs.String(), "outbox": out.saved.String(), "bodies": strings.Join(g.bodySeen, "\n")} {
+	for what, s := range map[string]string{"log": logs.String(), "outbox": out.saved.String(), "bodies": strings.Join(g.bodySeen(), "\n")} {
 		if strings.Contains(s, testToken) {
 			t.Errorf("the token appears in the %s", what)
 		}
@@ -165,8 +165,8 @@ func TestPostCommentsOnExistingIssue(t *testing.T) {
 	if c := g.issue(1).Comments; len(c) != 1 || !strings.Contains(c[0].Body, "Add a DEFAULT option to COPY FROM") {
 		t.Errorf("comments on #1 = %+v", c)
 	}
-	if len(g.issues) != 6 || g.issue(6).Title != titleFaff {
-		t.Errorf("want a new issue #6 for faff8f8e47, have %d issues", len(g.issues))
+	if len(g.issues()) != 6 || g.issue(6).Title != titleFaff {
+		t.Errorf("want a new issue #6 for faff8f8e47, have %d issues", len(g.issues()))
 	}
 
 	// The fix: an improvement following up 9f8377f7a2 comments on #1; an
@@ -184,7 +184,7 @@ func TestPostCommentsOnExistingIssue(t *testing.T) {
 	if len(d.Posts) != 2 || d.Posts[0].Action != finding.ActionCommented || d.Posts[1].Action != finding.ActionSkipped {
 		t.Errorf("posts = %+v", d.Posts)
 	}
-	if len(g.issues) != 6 {
+	if len(g.issues()) != 6 {
 		t.Errorf("an improvement opened an issue")
 	}
 	if ids := pending(t, out2); len(ids) != 0 {
@@ -231,8 +231,8 @@ func TestPostRetries(t *testing.T) {
 					posts++
 				}
 			}
-			if posts != len(tc.fails)+1 || len(g.issues) != 1 {
-				t.Errorf("%d create requests and %d issues, want %d and 1", posts, len(g.issues), len(tc.fails)+1)
+			if posts != len(tc.fails)+1 || len(g.issues()) != 1 {
+				t.Errorf("%d create requests and %d issues, want %d and 1", posts, len(g.issues()), len(tc.fails)+1)
 			}
 			if ids := pending(t, out); len(ids) != 0 {
 				t.Errorf("still pending: %v", ids)
@@ -281,8 +281,8 @@ func TestPostPermanentFailureStaysPending(t *testing.T) {
 			// Later, GitHub accepts it: posted once, then never again.
 			deliver(t, p, out)
 			deliver(t, p, out)
-			if len(g.issues) != 1 {
-				t.Errorf("%d issues, want 1", len(g.issues))
+			if len(g.issues()) != 1 {
+				t.Errorf("%d issues, want 1", len(g.issues()))
 			}
 			if ids := pending(t, out); len(ids) != 0 {
 				t.Errorf("still pending: %v", ids)
@@ -337,8 +337,8 @@ func TestPostNotRecordedIsNotRepeated(t *testing.T) {
 					t.Errorf("posted again: %s", c)
 				}
 			}
-			if len(g.issues) != 1 || len(g.issue(1).Comments) != map[bool]int{false: 0, true: 1}[existing] {
-				t.Errorf("issues = %d, comments on #1 = %d", len(g.issues), len(g.issue(1).Comments))
+			if len(g.issues()) != 1 || len(g.issue(1).Comments) != map[bool]int{false: 0, true: 1}[existing] {
+				t.Errorf("issues = %d, comments on #1 = %d", len(g.issues()), len(g.issue(1).Comments))
 			}
 			if len(d.Posts) != 1 || !strings.Contains(d.Posts[0].Note, "found on GitHub") {
 				t.Errorf("posts = %+v", d.Posts)
@@ -377,7 +377,7 @@ func TestPlan(t *testing.T) {
 
 	// Without a token: no requests at all, and posting says what is missing.
 	g.takeCalls()
-	p2, err := NewPoster(GitHubOptions{Repo: "pg/bot", APIURL: g.srv.URL + "/api/v3/", Labels: g.labels})
+	p2, err := NewPoster(GitHubOptions{Repo: "pg/bot", APIURL: g.URL(), Labels: g.labels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestPostSameCulpritTwiceInOneRun(t *testing.T) {
 	if d := deliver(t, p, out); len(d.Failed) > 0 {
 		t.Fatal(d.Failed)
 	}
-	if len(g.issues) != 1 || len(g.issue(1).Comments) != 1 || !strings.Contains(g.issue(1).Comments[0].Body, "regressed copy-wide") {
-		t.Errorf("want one issue with one comment about copy-wide; have %d issues", len(g.issues))
+	if len(g.issues()) != 1 || len(g.issue(1).Comments) != 1 || !strings.Contains(g.issue(1).Comments[0].Body, "regressed copy-wide") {
+		t.Errorf("want one issue with one comment about copy-wide; have %d issues", len(g.issues()))
 	}
 }

@@ -150,7 +150,9 @@ func (t *ETagTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if req.Method != http.MethodGet || t.Cache == nil {
+	if req.Method != http.MethodGet || t.Cache == nil || strings.Contains(req.Header.Get("Accept"), "diff") {
+		// A pull request's diff is fetched once per command, and would
+		// share its key with the pull request's JSON.
 		return base.RoundTrip(req)
 	}
 	key := etagKey(req)
@@ -418,4 +420,45 @@ func (in *Intake) EditReply(ctx context.Context, commentID int64, body string) e
 		return fmt.Errorf("editing comment %d: %w", commentID, err)
 	}
 	return nil
+}
+
+// FindComment returns the ID of the bot's comment on issue whose body
+// starts with mark, or 0: how an answer posted just before a crash is found
+// instead of posted twice.
+func (in *Intake) FindComment(ctx context.Context, issue int, mark string) (int64, error) {
+	me, err := in.Login(ctx)
+	if err != nil {
+		return 0, err
+	}
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := in.client.Issues.ListComments(ctx, in.owner, in.repo, issue, opts)
+		if err != nil {
+			return 0, fmt.Errorf("listing the comments of #%d: %w", issue, err)
+		}
+		for _, c := range cs {
+			if strings.EqualFold(c.GetUser().GetLogin(), me) && strings.HasPrefix(c.GetBody(), mark) {
+				return c.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// RateLimited reports whether err is GitHub refusing for its primary or
+// secondary rate limit: the caller should stop asking until later.
+func RateLimited(err error) bool {
+	var rl *github.RateLimitError
+	var ab *github.AbuseRateLimitError
+	return errors.As(err, &rl) || errors.As(err, &ab)
+}
+
+// NotFound reports whether err is GitHub answering 404: a comment someone
+// deleted, an issue that is gone.
+func NotFound(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
 }

@@ -63,8 +63,10 @@ type GitHubCommand struct {
 	Issue     int
 	Login     string
 	Command   string
-	// JobID is the job it queued, "" for an answer only.
-	JobID string
+	// JobID is the job it queued, "" for an answer only; Events is the
+	// job's events stream (store.AppendEvent), which its answer follows.
+	JobID  string
+	Events string
 	// Outcome says what the bot did ("queued", "refused: read permission",
 	// "error: unknown scenario").
 	Outcome string
@@ -77,8 +79,9 @@ var ErrCommandSeen = errors.New("command already acted on")
 // transaction to queue its job (queue may be nil for an answer only): the
 // job is queued exactly once however often the comment is polled or
 // delivered, and a crash between the two loses neither. It returns
-// ErrCommandSeen when c was acted on before. queue returns the job's id.
-func (s *Store) TakeCommand(ctx context.Context, c GitHubCommand, queue func(tx pgx.Tx) (string, error)) (string, error) {
+// ErrCommandSeen when c was acted on before. queue returns the job's id
+// and its events stream.
+func (s *Store) TakeCommand(ctx context.Context, c GitHubCommand, queue func(tx pgx.Tx) (jobID, events string, err error)) (string, error) {
 	var jobID string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO github_commands (comment_id, line_no, repo, issue, login, command, outcome)
@@ -93,10 +96,12 @@ func (s *Store) TakeCommand(ctx context.Context, c GitHubCommand, queue func(tx 
 		if queue == nil {
 			return nil
 		}
-		if jobID, err = queue(tx); err != nil {
+		var events string
+		if jobID, events, err = queue(tx); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "UPDATE github_commands SET job_id = $3 WHERE comment_id = $1 AND line_no = $2", c.CommentID, c.LineNo, jobID)
+		_, err = tx.Exec(ctx, "UPDATE github_commands SET job_id = $3, events = nullif($4, '') WHERE comment_id = $1 AND line_no = $2",
+			c.CommentID, c.LineNo, jobID, events)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrCommandSeen) {
@@ -124,4 +129,63 @@ func (s *Store) SeenDelivery(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("recording webhook delivery %s: %w", id, err)
 	}
 	return tag.RowsAffected() == 0, nil
+}
+
+// SetReply records the bot's reply to a command (its comment ID and body),
+// the comment whose milestones OpenAnswers' caller edits.
+func (s *Store) SetReply(ctx context.Context, commentID int64, lineNo int, replyID int64, body string) error {
+	_, err := s.db.Exec(ctx, "UPDATE github_commands SET reply_id = $3, reply = $4 WHERE comment_id = $1 AND line_no = $2",
+		commentID, lineNo, replyID, body)
+	if err != nil {
+		return fmt.Errorf("recording the reply to comment %d: %w", commentID, err)
+	}
+	return nil
+}
+
+// Answer is a queued command whose job is followed in its thread: the
+// reply is edited at milestones and the finding posted at the end.
+type Answer struct {
+	GitHubCommand
+	ReplyID int64
+	// Reply is the reply as first posted; Progress the milestone lines
+	// shown under it so far, read from the job's events up to ProgressSeq.
+	Reply       string
+	Progress    string
+	ProgressSeq int64
+	// FinalID is the comment with the job's result, once posted.
+	FinalID int64
+}
+
+// OpenAnswers returns the commands of repo whose job is followed and not
+// finished, oldest first. Commands older than maxAge are given up (a job
+// cancelled before it started never ends its events).
+func (s *Store) OpenAnswers(ctx context.Context, repo string, maxAge time.Duration) ([]Answer, error) {
+	rows, err := s.db.Query(ctx, `SELECT comment_id, line_no, repo, issue, login, command, job_id, events, outcome,
+			reply_id, reply, progress, progress_seq, coalesce(final_id, 0)
+		FROM github_commands
+		WHERE repo = $1 AND job_id IS NOT NULL AND events IS NOT NULL AND reply_id IS NOT NULL AND closed_at IS NULL
+			AND at > now() - make_interval(secs => $2)
+		ORDER BY at, comment_id, line_no`, repo, maxAge.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("listing the answers of %s to follow: %w", repo, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Answer, error) {
+		var a Answer
+		err := r.Scan(&a.CommentID, &a.LineNo, &a.Repo, &a.Issue, &a.Login, &a.Command, &a.JobID, &a.Events, &a.Outcome,
+			&a.ReplyID, &a.Reply, &a.Progress, &a.ProgressSeq, &a.FinalID)
+		return a, err
+	})
+}
+
+// SaveProgress records how far a's answer has gone: the events read up to
+// a.ProgressSeq, the lines shown, the final comment, and closes it when
+// closed.
+func (s *Store) SaveProgress(ctx context.Context, a Answer, closed bool) error {
+	_, err := s.db.Exec(ctx, `UPDATE github_commands SET progress_seq = $3, progress = $4, final_id = nullif($5, 0),
+			closed_at = CASE WHEN $6 THEN now() END
+		WHERE comment_id = $1 AND line_no = $2`, a.CommentID, a.LineNo, a.ProgressSeq, a.Progress, a.FinalID, closed)
+	if err != nil {
+		return fmt.Errorf("recording the progress of the answer to comment %d: %w", a.CommentID, err)
+	}
+	return nil
 }

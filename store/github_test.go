@@ -39,11 +39,11 @@ func TestGitHubIntakeRecords(t *testing.T) {
 	// A command queues its job once, however often it is seen.
 	cmd := GitHubCommand{CommentID: 7, Repo: "pg/bot", Issue: 42, Login: "andres", Command: "bisect x --good A --bad B", Outcome: "queued"}
 	queued := 0
-	queue := func(tx pgx.Tx) (string, error) {
+	queue := func(tx pgx.Tx) (string, string, error) {
 		queued++
 		var id string
 		err := tx.QueryRow(ctx, "SELECT 'job-' || $1::text", fmt.Sprint(queued)).Scan(&id)
-		return id, err
+		return id, "events-" + id, err
 	}
 	id, err := s.TakeCommand(ctx, cmd, queue)
 	if err != nil || id != "job-1" {
@@ -54,7 +54,7 @@ func TestGitHubIntakeRecords(t *testing.T) {
 	}
 	// A queueing that fails records nothing: the next poll tries again.
 	failing := GitHubCommand{CommentID: 8, Repo: "pg/bot", Issue: 42, Login: "andres", Command: "compare x A B", Outcome: "queued"}
-	if _, err := s.TakeCommand(ctx, failing, func(pgx.Tx) (string, error) { return "", errors.New("queue down") }); err == nil {
+	if _, err := s.TakeCommand(ctx, failing, func(pgx.Tx) (string, string, error) { return "", "", errors.New("queue down") }); err == nil {
 		t.Error("a failed queueing was not reported")
 	}
 	if _, err := s.TakeCommand(ctx, failing, queue); err != nil {
@@ -73,5 +73,45 @@ func TestGitHubIntakeRecords(t *testing.T) {
 	}
 	if seen, err := s.SeenDelivery(ctx, "d-1"); !seen || err != nil {
 		t.Errorf("replayed delivery: %v %v", seen, err)
+	}
+}
+
+func TestGitHubAnswerProgress(t *testing.T) {
+	s := testStore(t)
+	ctx := context.Background()
+	queue := func(pgx.Tx) (string, string, error) { return "17", "job-bisect-abc", nil }
+	cmd := GitHubCommand{CommentID: 70, Repo: "pg/bot", Issue: 4, Login: "andres", Command: "bisect x", Outcome: "queued"}
+	if _, err := s.TakeCommand(ctx, cmd, queue); err != nil {
+		t.Fatal(err)
+	}
+	// Not followed until the reply is known.
+	if as, err := s.OpenAnswers(ctx, "pg/bot", time.Hour); err != nil || len(as) != 0 {
+		t.Fatalf("answers before the reply: %v %v", as, err)
+	}
+	if err := s.SetReply(ctx, 70, 0, 5001, "queued as job 17"); err != nil {
+		t.Fatal(err)
+	}
+	as, err := s.OpenAnswers(ctx, "pg/bot", time.Hour)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("answers: %v %v", as, err)
+	}
+	a := as[0]
+	if a.JobID != "17" || a.Events != "job-bisect-abc" || a.ReplyID != 5001 || a.Reply != "queued as job 17" || a.Issue != 4 {
+		t.Errorf("answer %+v", a)
+	}
+	a.ProgressSeq, a.Progress = 12, "- endpoints verified"
+	if err := s.SaveProgress(ctx, a, false); err != nil {
+		t.Fatal(err)
+	}
+	as, _ = s.OpenAnswers(ctx, "pg/bot", time.Hour)
+	if len(as) != 1 || as[0].ProgressSeq != 12 || as[0].Progress != "- endpoints verified" || as[0].FinalID != 0 {
+		t.Errorf("after progress: %+v", as)
+	}
+	a.FinalID = 5002
+	if err := s.SaveProgress(ctx, a, true); err != nil {
+		t.Fatal(err)
+	}
+	if as, _ := s.OpenAnswers(ctx, "pg/bot", time.Hour); len(as) != 0 {
+		t.Errorf("a closed answer is still followed: %+v", as)
 	}
 }

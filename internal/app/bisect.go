@@ -196,11 +196,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	// Progress: a status line before each build and sample, and each
 	// decision (verdict, split, skip, check) as it is made.
 	shown := len(st.Events)
+	endpoints := len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending
 	events := func() {
-		for _, e := range st.Events[shown:] {
-			if k := engineKind(e.Kind); k != "" {
-				sink(Event{Kind: k, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: e.Message})
-			}
+		for _, e := range engineEvents(st, shown, &endpoints) {
+			sink(e)
 		}
 		shown = len(st.Events)
 	}
@@ -274,6 +273,48 @@ func (a *App) builderFor(ctx context.Context, source string, sink Sink) (*build.
 		return a.Builder(ctx, sink)
 	}
 	return a.openBuilder(ctx, source, newLineWriter(sink, KindBuildStep))
+}
+
+// engineEvents are the App's events for the engine's st.Events[from:]: a
+// decision each (the first verdict, the endpoints', as KindEndpoints once
+// *endpoints is false), and a KindCulprit after each check that confirmed
+// its commit.
+func engineEvents(st *bisect.State, from int, endpoints *bool) []Event {
+	var out []Event
+	for _, e := range st.Events[from:] {
+		if k := engineKind(e.Kind); k != "" {
+			if k == KindVerdict && !*endpoints && len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending {
+				k, *endpoints = KindEndpoints, true
+			}
+			out = append(out, Event{Kind: k, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: e.Message})
+		}
+		if c, ok := confirmedCulprit(st, e); ok {
+			out = append(out, Event{Kind: KindCulprit, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: c})
+		}
+	}
+	return out
+}
+
+// confirmedCulprit says, for an engine event that decided a check, whether
+// the check confirmed its commit as a culprit (a regression or improvement
+// against its parent with fresh samples), and in one line which: the
+// milestone a follower shows (a GitHub reply is edited at each).
+func confirmedCulprit(st *bisect.State, e bisect.Event) (string, bool) {
+	if e.Kind != "check" || e.Commit == "" {
+		return "", false
+	}
+	for _, ch := range st.Checks {
+		r := st.Commits[ch.Right]
+		if r.Hash != e.Commit || (ch.Verdict != bisect.VerdictRegression && ch.Verdict != bisect.VerdictImprovement) {
+			continue
+		}
+		line := fmt.Sprintf("culprit: %s %s (%s", r.Short(), r.Subject, ch.Verdict)
+		if ch.Result != nil {
+			line += ", " + ch.Result.String()
+		}
+		return line + ")", true
+	}
+	return "", false
 }
 
 // engineKind maps the bisection engine's event kinds to the App's; the

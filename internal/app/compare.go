@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
@@ -19,7 +20,8 @@ type CompareResult struct {
 	Scenario string `json:"scenario"`
 	A        string `json:"a"`
 	B        string `json:"b"`
-	// Patches are the files --patch applied on top of A to make B.
+	// Patches are the patches (files, then those the request carried)
+	// applied on top of A to make B.
 	Patches    []string         `json:"patches,omitempty"`
 	ClientBin  string           `json:"client_bin"`
 	Thresholds stats.Thresholds `json:"thresholds"`
@@ -55,12 +57,29 @@ type CompareMetricResult struct {
 // bench.Sequential per point) and judges every metric. A comparison's
 // verdict is final, so it uses stats' defaults (alpha 0.01) under the App's
 // stats section, not the bisection search's liberal ones.
+//
+// Its last event is KindDone, with the verdicts in Result (or the Error).
 func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*CompareResult, error) {
+	res, err := a.compare(ctx, req, sink)
+	done := Event{Kind: KindDone}
+	if err != nil {
+		done.Error = err.Error()
+	} else {
+		done.Result = CompareSummary(res)
+	}
+	sink.emit(done)
+	return res, err
+}
+
+func (a *App) compare(ctx context.Context, req CompareRequest, sink Sink) (*CompareResult, error) {
 	if req.Profile && req.ProfileRuns < 1 {
 		return nil, badRequest("--profile-runs must be 1 or more (5 by default; 4 a side is the fewest that can reach p < 0.05)")
 	}
 	if req.FlameGraph != "" && !req.Profile {
 		return nil, badRequest("--flamegraph needs --profile")
+	}
+	if err := req.checkPatches(); err != nil {
+		return nil, err
 	}
 	sc, err := bench.LoadFileWith(req.Scenario, req.Set)
 	if err != nil {
@@ -81,8 +100,8 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 
 	revs := []string{req.A, req.B}
 	patchedName := ""
-	if len(req.Patches) > 0 {
-		if revs, patchedName, err = a.comparePatched(ctx, req.A, req.Patches, sink); err != nil {
+	if len(req.Patches) > 0 || len(req.PatchData) > 0 {
+		if revs, patchedName, err = a.comparePatched(ctx, req.A, req.Patches, req.PatchData, sink); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +136,7 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	for seed == 0 {
 		seed = rand.Uint64()
 	}
-	res := &CompareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, Patches: req.Patches, ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
+	res := &CompareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, Patches: patchNames(req), ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
 	for i, pt := range points {
 		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
 		pr, err := comparePoint(ctx, r, sc, targets, pt, order, base, flags, sink)
@@ -237,4 +256,35 @@ func pointLabel(pt bench.Point) string {
 		return " [" + s + "]"
 	}
 	return ""
+}
+
+// patchNames names the patches of req, files first.
+func patchNames(req CompareRequest) []string {
+	out := append([]string(nil), req.Patches...)
+	for _, d := range req.PatchData {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// CompareSummary is a comparison's verdicts, one line per judged metric:
+// "clients=4 copy_time: regression, B/A 1.104 [1.081, 1.128], p 0.0004,
+// n 20+20".
+func CompareSummary(res *CompareResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: A = %s, B = %s\n", res.Scenario, res.A, res.B)
+	for _, p := range res.Points {
+		for _, m := range p.Metrics {
+			if m.Record {
+				continue
+			}
+			c := m.Comparison
+			pt := p.Point
+			if pt != "" {
+				pt += " "
+			}
+			fmt.Fprintf(&b, "%s%s: %s, B/A %.3f [%.3f, %.3f], p %.2g, n %d+%d\n", pt, m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P, c.A.N, c.B.N)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 )
 
-// comparePatched applies the patch files in order on top of base and
-// returns the two revisions to compare, base and the synthetic commit of
-// the patched tree, with a name for the patched side ("1a2b3c4d5e+patch").
-func (a *App) comparePatched(ctx context.Context, base string, files []string, sink Sink) (revs []string, name string, err error) {
+// comparePatched applies the patch files, then the patches carried in the
+// request, in order on top of base and returns the two revisions to
+// compare, base and the synthetic commit of the patched tree, with a name
+// for the patched side ("1a2b3c4d5e+patch").
+func (a *App) comparePatched(ctx context.Context, base string, files []string, data []PatchData, sink Sink) (revs []string, name string, err error) {
 	_, repo, err := a.Builder(ctx, sink)
 	if err != nil {
 		return nil, "", err
@@ -25,6 +26,16 @@ func (a *App) comparePatched(ctx context.Context, base string, files []string, s
 	var patches []build.Patch
 	for _, f := range files {
 		ps, err := build.ReadPatchFile(f)
+		if err != nil {
+			return nil, "", err
+		}
+		patches = append(patches, ps...)
+	}
+	for _, d := range data {
+		if len(d.Data) > build.MaxPatchBytes {
+			return nil, "", badRequest("patch %s is larger than %d MiB: give a smaller patch", d.Name, build.MaxPatchBytes>>20)
+		}
+		ps, err := build.ParsePatches(d.Name, d.Data)
 		if err != nil {
 			return nil, "", err
 		}

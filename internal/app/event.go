@@ -27,6 +27,7 @@ const (
 	KindBuildFailed   Kind = "build-failed"   // a commit does not build
 	KindSample        Kind = "sample"         // one sample was taken
 	KindVerdict       Kind = "verdict"
+	KindEndpoints     Kind = "endpoints" // the verdict on the good..bad range, the first
 	KindSplit         Kind = "split"
 	KindSkip          Kind = "skip" // a commit that cannot be built or measured
 	KindCheck         Kind = "check"
@@ -44,7 +45,7 @@ const (
 // which a terminal shows as "==> TEXT".
 func (k Kind) Decision() bool {
 	switch k {
-	case KindVerdict, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume, KindGuide:
+	case KindVerdict, KindEndpoints, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume, KindGuide:
 		return true
 	}
 	return false
@@ -78,6 +79,9 @@ type Event struct {
 	Finding string `json:"finding,omitempty"`
 	// Error says why an operation or a build failed.
 	Error string `json:"error,omitempty"`
+	// Result is what an operation without a finding found, in a few lines
+	// (a comparison's verdicts, done).
+	Result string `json:"result,omitempty"`
 }
 
 // Sink receives an operation's events in order, from the goroutine that
@@ -163,6 +167,16 @@ func (j *journal) sink() Sink {
 		}
 		j.next.emit(e)
 	}
+}
+
+// Journal returns a sink that appends each event to st under jobID before
+// passing it to next: how a queued job that does not record its own events
+// (a comparison) is made followable from another process.
+func Journal(ctx context.Context, st *store.Store, jobID string, next Sink, log *slog.Logger) Sink {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return newJournal(ctx, st, jobID, next, log).sink()
 }
 
 // Decode reads an event back from its stored form.

@@ -189,7 +189,12 @@ type CompareRequest struct {
 	// Patches are patch files (git diff, format-patch or an mbox) applied
 	// in order on top of A to make B; B is then empty.
 	Patches []string `json:"patches,omitempty"`
-	Point   string   `json:"point,omitempty"` // "": every point
+	// PatchData are patches carried in the request itself, applied after
+	// Patches: a queued job runs on another machine, where the requester's
+	// file paths mean nothing ('pgbisect request compare --patch', a patch
+	// fetched for a GitHub comment).
+	PatchData []PatchData `json:"patch_data,omitempty"`
+	Point     string      `json:"point,omitempty"` // "": every point
 	// ClientBin is the pgbench and psql of both sides; "": the App's,
 	// else A's.
 	ClientBin string `json:"client_bin,omitempty"`
@@ -212,6 +217,36 @@ type CompareRequest struct {
 
 // Kind implements Request.
 func (CompareRequest) Kind() string { return "compare" }
+
+// PatchData is one patch carried in a request: what a patch file holds
+// (git diff, format-patch or an mbox) and a name for errors and reports.
+type PatchData struct {
+	Name string `json:"name"`
+	// Data is the patch (base64 in JSON, so any bytes survive).
+	Data []byte `json:"data"`
+}
+
+// MaxRequestPatchBytes caps the patches one queued request carries: they
+// travel in the job's arguments, a row of the results database.
+const MaxRequestPatchBytes = 4 << 20
+
+// checkPatches refuses patches a queued request cannot carry.
+func (r CompareRequest) checkPatches() error {
+	if r.B != "" && (len(r.Patches) > 0 || len(r.PatchData) > 0) {
+		return badRequest("compare: give B or patches, not both: the patches are applied on top of A to make B")
+	}
+	n := 0
+	for _, p := range r.PatchData {
+		if len(p.Data) == 0 {
+			return badRequest("compare: patch %q is empty", p.Name)
+		}
+		n += len(p.Data)
+	}
+	if n > MaxRequestPatchBytes {
+		return badRequest("compare: the patches are %d KiB, more than a request carries (%d KiB)", n>>10, MaxRequestPatchBytes>>10)
+	}
+	return nil
+}
 
 // RunRequest asks for one build to be measured.
 type RunRequest struct {

@@ -112,10 +112,10 @@ func daemonRun(ctx context.Context, env *Env) error {
 		if disp == nil {
 			return usageError("github.poll is set but github.repo or GITHUB_TOKEN is not: reading commands from comments needs both")
 		}
-		go pollComments(ctx, disp, cfg.GitHub.Poll, env.Log)
+		go pollComments(ctx, disp, cfg.GitHub.Poll, true, env.Log)
 	}
 	if *serveAddr != "" {
-		hook, err := webhook(cfg, st, queue, d.Class(), env)
+		hook, err := webhook(ctx, cfg, st, queue, d.Class(), env, cfg.GitHub.Poll == 0)
 		if err != nil {
 			return err
 		}

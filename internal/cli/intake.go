@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
 	"github.com/pgbisect/pgbisect/internal/intake"
@@ -48,26 +49,36 @@ func newDispatcher(cfg *config.Config, st *store.Store, queue *jobs.Queue, class
 	if err != nil {
 		return nil, err
 	}
+	patches := intakePatches{intake: in, fetcher: &notify.PatchFetcher{Allow: cfg.GitHub.PatchHosts, MaxBytes: int64(cfg.GitHub.MaxPatchKiB) << 10}}
 	return intake.New(intake.Options{
-		Intake: in, Store: st, Parse: intakeParser(cfg), DashboardURL: cfg.GitHub.DashboardURL,
+		Intake: in, Store: st, Parse: intakeParser(cfg, patches), DashboardURL: cfg.GitHub.DashboardURL,
 		RateLimit: cfg.GitHub.RateLimit, Log: log,
-		Queue: func(ctx context.Context, tx pgx.Tx, req intake.Request, by string) (string, error) {
+		Queue: func(ctx context.Context, tx pgx.Tx, req intake.Request, by string) (string, string, error) {
 			r, _, err := app.DecodeRequest(req.Kind, req.Body)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			if b, ok := r.(app.BisectRequest); ok {
 				b.Requester = "github:" + by
+				// The finding is posted like any: the culprits' issues.
+				b.Post = true
 				r = b
 			}
 			row, err := queue.EnqueueTx(ctx, tx, r, class)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
-			return strconv.FormatInt(row.ID, 10), nil
+			return strconv.FormatInt(row.ID, 10), jobs.EventsOfRow(row), nil
 		},
 		Answer: func(ctx context.Context, req intake.Request, by string) (string, error) {
 			return intakeAnswer(ctx, queue, req)
+		},
+		Pending: func(ctx context.Context, jobID string) (bool, error) {
+			id, err := strconv.ParseInt(jobID, 10, 64)
+			if err != nil {
+				return false, err
+			}
+			return queue.Pending(ctx, id)
 		},
 	})
 }
@@ -110,11 +121,11 @@ func intakeAnswer(ctx context.Context, queue *jobs.Queue, req intake.Request) (s
 
 // intakeParser parses a comment's command with the flags of the command
 // line: "bisect SCENARIO --good A --bad B [bisect flags]", "compare
-// SCENARIO A B [--point P] [--min-effect X] [--max-samples N]", "status",
-// "cancel ID". A scenario is a name from the config's scenario directory
+// SCENARIO A B [--point P] [--min-effect X] [--max-samples N]", "compare
+// SCENARIO BASE --patch URL|--pr N [...]", "status", "cancel ID". A scenario is a name from the config's scenario directory
 // (copy-single) or a path.
-func intakeParser(cfg *config.Config) func(args []string) (intake.Request, error) {
-	return func(args []string) (intake.Request, error) {
+func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Context, args []string) (intake.Request, error) {
+	return func(ctx context.Context, args []string) (intake.Request, error) {
 		if len(args) == 0 {
 			return intake.Request{}, errors.New("there is no command after the handle: try `bisect SCENARIO --good REV --bad REV`, `compare SCENARIO A B`, `status` or `cancel ID`")
 		}
@@ -151,25 +162,43 @@ func intakeParser(cfg *config.Config) func(args []string) (intake.Request, error
 			point := fs.String("point", "", "")
 			minEffect := fs.Float64("min-effect", 0, "")
 			maxSamples := fs.Int("max-samples", 0, "")
+			var urls, prs buildFlagList
+			fs.Var(&urls, "patch", "")
+			fs.Var(&prs, "pr", "")
 			var pos []string
 			for len(rest) > 0 {
 				if err := fs.Parse(rest); err != nil {
-					return intake.Request{}, fmt.Errorf("compare: %v (it takes --point, --min-effect and --max-samples)", err)
+					return intake.Request{}, fmt.Errorf("compare: %v (it takes --point, --min-effect, --max-samples, --patch URL and --pr N)", err)
 				}
 				if fs.NArg() == 0 {
 					break
 				}
 				pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 			}
-			if len(pos) != 3 {
-				return intake.Request{}, errors.New("compare takes a scenario and two revisions: `compare SCENARIO A B`")
+			patched := len(urls) > 0 || len(prs) > 0
+			if patched && len(pos) != 2 {
+				return intake.Request{}, errors.New("compare with --patch or --pr takes a scenario and the revision the patch applies to: `compare SCENARIO BASE --patch URL`")
+			}
+			if !patched && len(pos) != 3 {
+				return intake.Request{}, errors.New("compare takes a scenario and two revisions: `compare SCENARIO A B`, or a base and a patch: `compare SCENARIO BASE --patch URL` or `--pr N`")
 			}
 			sc, err := intakeScenario(cfg, pos[0])
 			if err != nil {
 				return intake.Request{}, err
 			}
-			req := app.CompareRequest{Scenario: sc, A: pos[1], B: pos[2], Point: *point, MinEffect: *minEffect, MaxSamples: *maxSamples}
-			return intakeRequest(req, fmt.Sprintf("compare %s %s %s", filepath.Base(sc), pos[1], pos[2]))
+			req := app.CompareRequest{Scenario: sc, A: pos[1], Point: *point, MinEffect: *minEffect, MaxSamples: *maxSamples}
+			summary := fmt.Sprintf("compare %s %s", filepath.Base(sc), pos[1])
+			if !patched {
+				req.B = pos[2]
+				return intakeRequest(req, summary+" "+pos[2])
+			}
+			if req.PatchData, err = patches.fetch(ctx, urls, prs); err != nil {
+				return intake.Request{}, err
+			}
+			for _, p := range req.PatchData {
+				summary += fmt.Sprintf(" + %s (%d bytes)", p.Name, len(p.Data))
+			}
+			return intakeRequest(req, summary)
 		}
 		hint := ""
 		if c := strictyaml.Closest(cmd, intakeCommands); c != "" {
@@ -215,16 +244,24 @@ func intakeScenario(cfg *config.Config, name string) (string, error) {
 	return "", fmt.Errorf("unknown scenario %q%s: the bot has %s", name, hint, strings.Join(names, ", "))
 }
 
-// pollComments runs the dispatcher's poll every interval until ctx ends;
-// a failed poll is logged and tried again at the next tick.
-func pollComments(ctx context.Context, d *intake.Dispatcher, interval time.Duration, log *slog.Logger) {
+// pollComments runs the dispatcher's poll, then brings the answers of the
+// jobs it queued up to date (Follow), every interval until ctx ends; a
+// failed poll is logged and tried again at the next tick. Without poll
+// (only a webhook delivers), it only follows.
+func pollComments(ctx context.Context, d *intake.Dispatcher, interval time.Duration, poll bool, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := d.Poll(ctx); err != nil && ctx.Err() == nil {
+		if !poll {
+		} else if n, err := d.Poll(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("reading GitHub comments", slog.String("err", err.Error()))
 		} else if n > 0 {
 			log.Info("acted on GitHub comments", slog.Int("commands", n))
+		}
+		if n, err := d.Follow(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("answering on GitHub as jobs run", slog.String("err", err.Error()))
+		} else if n > 0 {
+			log.Info("answered on GitHub as jobs ran", slog.Int("answers", n))
 		}
 		select {
 		case <-ctx.Done():
@@ -232,4 +269,55 @@ func pollComments(ctx context.Context, d *intake.Dispatcher, interval time.Durat
 		case <-t.C:
 		}
 	}
+}
+
+// intakePatches fetches the patches a comment's compare names: attachments
+// from allowlisted hosts (--patch URL), pull requests' diffs (--pr N).
+type intakePatches struct {
+	intake  *notify.Intake
+	fetcher *notify.PatchFetcher
+}
+
+// fetch returns the patches, URLs first, each checked to parse as a patch
+// so that a mistake is answered at once, not when the job runs.
+func (p intakePatches) fetch(ctx context.Context, urls, prs []string) ([]app.PatchData, error) {
+	var out []app.PatchData
+	var total int
+	add := func(name string, data []byte) error {
+		if _, err := build.ParsePatches(name, data); err != nil {
+			return fmt.Errorf("compare: %s is not a patch pgbisect can read: %v", name, err)
+		}
+		if total += len(data); total > app.MaxRequestPatchBytes {
+			return fmt.Errorf("compare: the patches are more than %d KiB together", app.MaxRequestPatchBytes>>10)
+		}
+		out = append(out, app.PatchData{Name: name, Data: data})
+		return nil
+	}
+	for _, u := range urls {
+		data, err := p.fetcher.Fetch(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("compare --patch: %v", err)
+		}
+		name := u
+		if i := strings.LastIndexByte(u, '/'); i >= 0 && i+1 < len(u) {
+			name = u[i+1:]
+		}
+		if err := add(name, data); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range prs {
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "#"))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("compare --pr %q: give the number of a pull request of %s", s, p.intake.Repo())
+		}
+		data, err := p.intake.PullDiff(ctx, n, p.fetcher.MaxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("compare --pr: %v", err)
+		}
+		if err := add(fmt.Sprintf("pull-%d.diff", n), data); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

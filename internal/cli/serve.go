@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
@@ -51,7 +52,7 @@ func serveRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	hook, err := webhook(cfg, st, queue, cfg.Machine.Class, env)
+	hook, err := webhook(ctx, cfg, st, queue, cfg.Machine.Class, env, true)
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func scenarioNames(cfg *config.Config) []string {
 // webhook is the handler of GitHub's issue_comment deliveries when
 // PGBISECT_WEBHOOK_SECRET is set (nil otherwise): it needs the repository
 // and GITHUB_TOKEN configured, to check who asks and to answer.
-func webhook(cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, env *Env) (http.Handler, error) {
+func webhook(ctx context.Context, cfg *config.Config, st *store.Store, queue *jobs.Queue, class string, env *Env, follow bool) (http.Handler, error) {
 	secret := os.Getenv(webhookSecretEnv)
 	if secret == "" {
 		return nil, nil
@@ -178,6 +179,11 @@ func webhook(cfg *config.Config, st *store.Store, queue *jobs.Queue, class strin
 	}
 	if d == nil {
 		return nil, fmt.Errorf("%s is set but github.repo or GITHUB_TOKEN is not: the webhook needs both to check who asks and to answer", webhookSecretEnv)
+	}
+	if follow {
+		// Nothing polls here: answer as the queued jobs run, once a minute
+		// (a daemon that polls does it after each poll).
+		go pollComments(ctx, d, time.Minute, false, env.Log)
 	}
 	return d.Webhook([]byte(secret)), nil
 }

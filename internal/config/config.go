@@ -135,6 +135,14 @@ type GitHub struct {
 	// DashboardURL is where 'pgbisect serve' is reachable, for the links
 	// in the bot's answers. Default: none.
 	DashboardURL string `yaml:"dashboard_url"`
+	// PatchHosts are where `compare ... --patch URL` in a comment may
+	// fetch a patch from: "host", "host/path" or "*.domain", https unless
+	// the entry names its scheme. Default: github.com/user-attachments and
+	// *.githubusercontent.com.
+	PatchHosts []string `yaml:"patch_hosts"`
+	// MaxPatchKiB caps a patch fetched for a comment (an attachment or a
+	// pull request's diff). Default: 1024.
+	MaxPatchKiB int `yaml:"max_patch_kib"`
 }
 
 // Nightly configures the nightly pass and the daemon.

@@ -43,17 +43,28 @@ type Options struct {
 	Intake *notify.Intake
 	Store  *store.Store
 	// Parse turns a command's words into a request, with the command
-	// line's rules. Its error is the reply: it should name the mistake and
-	// suggest the fix ("did you mean copy-single?").
-	Parse func(args []string) (Request, error)
+	// line's rules (and fetches what it names: a patch). Its error is the
+	// reply: it should name the mistake and suggest the fix ("did you mean
+	// copy-single?").
+	Parse func(ctx context.Context, args []string) (Request, error)
 	// Queue queues req's job in tx, the transaction that records the
-	// comment, and returns the job's id.
-	Queue func(ctx context.Context, tx pgx.Tx, req Request, requestedBy string) (string, error)
+	// comment, and returns the job's id and its events stream (which
+	// Follow reads for the job's milestones; "" follows nothing).
+	Queue func(ctx context.Context, tx pgx.Tx, req Request, requestedBy string) (jobID, events string, err error)
+	// Pending, when set, says whether job id may still run (queued,
+	// running, or waiting for a retry): a failed attempt is then not the
+	// end of its answer. Nil: every failure is final.
+	Pending func(ctx context.Context, jobID string) (bool, error)
 	// Answer runs an answer-only request and returns the reply.
 	Answer func(ctx context.Context, req Request, requestedBy string) (string, error)
 	// DashboardURL, when set, is where `pgbisect serve` is reachable; the
-	// reply links the job's page (DashboardURL/jobs/ID).
+	// reply links the job's page (DashboardURL/jobs/ID), the final answer
+	// the finding's (DashboardURL/findings/ID).
 	DashboardURL string
+	// FollowFor is how long a queued job's answer is followed before it is
+	// given up (a job cancelled before it started never ends). Default:
+	// 30 days.
+	FollowFor time.Duration
 	// RateLimit is how many jobs one user may queue per RateWindow.
 	// Default: 10 per 24 hours.
 	RateLimit  int
@@ -75,6 +86,9 @@ func New(o Options) (*Dispatcher, error) {
 	}
 	if o.RateWindow <= 0 {
 		o.RateWindow = 24 * time.Hour
+	}
+	if o.FollowFor <= 0 {
+		o.FollowFor = 30 * 24 * time.Hour
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -181,7 +195,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 		return answer("refused: "+why, fmt.Sprintf("@%s sorry, only users with write permission on %s, or listed in the bot's github.allow, can start jobs (you have %s).",
 			m.User, d.o.Intake.Repo(), why))
 	}
-	req, err := d.o.Parse(m.Args)
+	req, err := d.o.Parse(ctx, m.Args)
 	if err != nil {
 		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
 	}
@@ -204,7 +218,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 			m.User, n, d.o.RateWindow))
 	}
 	cmd.Outcome = "queued"
-	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, error) { return d.o.Queue(ctx, tx, req, m.User) })
+	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue(ctx, tx, req, m.User) })
 	if errors.Is(err, store.ErrCommandSeen) {
 		return false, nil
 	}
@@ -219,14 +233,23 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 	if d.o.DashboardURL != "" {
 		reply += fmt.Sprintf(" Follow it at %s/jobs/%s.", d.o.DashboardURL, jobID)
 	}
-	d.reply(ctx, m, reply)
+	reply += " This comment is edited as it runs, and the result is posted in this thread."
+	if id := d.reply(ctx, m, reply); id != 0 {
+		// The reply is what Follow edits at the job's milestones.
+		if err := d.o.Store.SetReply(ctx, m.CommentID, m.Index, id, reply); err != nil {
+			d.o.Log.Warn("recording the reply", slog.String("job", jobID), slog.String("err", err.Error()))
+		}
+	}
 	return true, nil
 }
 
-// reply answers in the comment's thread. The command is already recorded:
-// a reply that fails is logged, not retried, so nothing is answered twice.
-func (d *Dispatcher) reply(ctx context.Context, m notify.Mention, body string) {
-	if _, err := d.o.Intake.Reply(ctx, m.Issue, body); err != nil {
+// reply answers in the comment's thread and returns the reply's ID (0 when
+// it failed). The command is already recorded: a reply that fails is
+// logged, not retried, so nothing is answered twice.
+func (d *Dispatcher) reply(ctx context.Context, m notify.Mention, body string) int64 {
+	id, err := d.o.Intake.Reply(ctx, m.Issue, body)
+	if err != nil {
 		d.o.Log.Warn("answering a command", slog.Int("issue", m.Issue), slog.String("err", err.Error()))
 	}
+	return id
 }

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 
 // parse is a small command parser for these tests; pgbisect's own parser
 // uses the command line's rules.
-func parse(args []string) (Request, error) {
+func parse(_ context.Context, args []string) (Request, error) {
 	if len(args) == 0 {
 		return Request{}, errors.New("no command: try `@pgbisect bisect SCENARIO --good A --bad B`")
 	}
@@ -71,17 +71,17 @@ func (f *fixture) dispatcher(t *testing.T) *Dispatcher {
 		t.Fatal(err)
 	}
 	d, err := New(Options{Intake: in, Store: f.st, Parse: parse, DashboardURL: "http://bench.example.org:8080/",
-		Queue: func(ctx context.Context, tx pgx.Tx, req Request, by string) (string, error) {
+		Queue: func(ctx context.Context, tx pgx.Tx, req Request, by string) (string, string, error) {
 			if err := f.fail; err != nil {
 				f.fail = nil
-				return "", err
+				return "", "", err
 			}
 			var id int64
 			if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", req.Kind, req.Body).Scan(&id); err != nil {
-				return "", err
+				return "", "", err
 			}
 			f.queued = append(f.queued, fmt.Sprint(id))
-			return fmt.Sprint(id), nil
+			return fmt.Sprint(id), EventsOf(id), nil
 		},
 		Answer: func(ctx context.Context, req Request, by string) (string, error) { return "idle, 0 jobs queued", nil },
 	})
@@ -90,6 +90,9 @@ func (f *fixture) dispatcher(t *testing.T) *Dispatcher {
 	}
 	return d
 }
+
+// EventsOf is the events stream of the fixture's job id.
+func EventsOf(id int64) string { return fmt.Sprintf("job-intake-test-%d", id) }
 
 func (f *fixture) replies() string {
 	f.hub.Lock()

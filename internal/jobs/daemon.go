@@ -114,8 +114,10 @@ func New(cfg Config) (*Daemon, error) {
 	river.AddWorker(workers, &worker[BisectArgs]{d: d, run: func(ctx context.Context, key string, a BisectArgs, sink app.Sink) error {
 		return cfg.Ops.Bisect(ctx, EventsOf(key), a.Request, sink)
 	}})
-	river.AddWorker(workers, &worker[CompareArgs]{d: d, run: func(ctx context.Context, _ string, a CompareArgs, sink app.Sink) error {
-		return cfg.Ops.Compare(ctx, a.Request, sink)
+	river.AddWorker(workers, &worker[CompareArgs]{d: d, run: func(ctx context.Context, key string, a CompareArgs, sink app.Sink) error {
+		// A comparison records no events of its own: journal them, so its
+		// requester can follow it from another machine.
+		return cfg.Ops.Compare(ctx, a.Request, app.Journal(ctx, cfg.Store, EventsOf(key), sink, cfg.Log))
 	}})
 	river.AddWorker(workers, &worker[NightlyArgs]{d: d, run: func(ctx context.Context, _ string, a NightlyArgs, sink app.Sink) error {
 		return cfg.Ops.Nightly(ctx, a.Request, sink)

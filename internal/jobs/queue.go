@@ -71,6 +71,15 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class s
 	return res.Job, nil
 }
 
+// EventsOfRow is the events stream of a queued job (EventsOf its key).
+func EventsOfRow(row *rivertype.JobRow) string {
+	var c Common
+	if err := json.Unmarshal(row.EncodedArgs, &c); err != nil || c.Key == "" {
+		return ""
+	}
+	return EventsOf(c.Key)
+}
+
 // Enqueue queues request r for a machine of class and returns the job.
 func (q *Queue) Enqueue(ctx context.Context, r app.Request, class string) (*rivertype.JobRow, error) {
 	args, err := Args(r, class)
@@ -179,6 +188,24 @@ func (q *Queue) MoveLegacyJobs(ctx context.Context, class string, legacy func(*a
 		}
 		return res.Job.ID, nil
 	})
+}
+
+// Pending says whether job id may still run: queued, running, scheduled or
+// waiting for a retry (not completed, cancelled or discarded, nor
+// removed by River's cleaner).
+func (q *Queue) Pending(ctx context.Context, id int64) (bool, error) {
+	row, err := q.client.JobGet(ctx, id)
+	if errors.Is(err, river.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading job %d: %w", id, err)
+	}
+	switch row.State {
+	case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+		return false, nil
+	}
+	return true, nil
 }
 
 // Cancel cancels job id: a job not started never runs, a running one is
