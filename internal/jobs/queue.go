@@ -139,25 +139,42 @@ func (q *Queue) list(ctx context.Context, p *river.JobListParams) ([]Job, error)
 	}
 	out := make([]Job, 0, len(res.Jobs))
 	for _, r := range res.Jobs {
-		var c Common
-		_ = json.Unmarshal(r.EncodedArgs, &c)
-		j := Job{ID: r.ID, Key: c.Key, Kind: r.Kind, Class: r.Queue, State: string(r.State), Attempt: r.Attempt,
-			Created: r.CreatedAt, Args: r.EncodedArgs}
-		if r.AttemptedAt != nil {
-			j.Started = *r.AttemptedAt
-		}
-		if r.FinalizedAt != nil {
-			j.Finished = *r.FinalizedAt
-		}
-		if n := len(r.AttemptedBy); n > 0 {
-			j.Machine = r.AttemptedBy[n-1]
-		}
-		if n := len(r.Errors); n > 0 {
-			j.Error = r.Errors[n-1].Error
-		}
-		out = append(out, j)
+		out = append(out, jobOf(r))
 	}
 	return out, nil
+}
+
+// Job reads job id; one River no longer has (never queued, or removed by
+// its cleaner) is store.ErrNotFound.
+func (q *Queue) Job(ctx context.Context, id int64) (Job, error) {
+	r, err := q.client.JobGet(ctx, id)
+	if errors.Is(err, river.ErrNotFound) {
+		return Job{}, fmt.Errorf("no job %d in the queue (finished jobs are kept for a day): %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("reading job %d: %w", id, err)
+	}
+	return jobOf(r), nil
+}
+
+func jobOf(r *rivertype.JobRow) Job {
+	var c Common
+	_ = json.Unmarshal(r.EncodedArgs, &c)
+	j := Job{ID: r.ID, Key: c.Key, Kind: r.Kind, Class: r.Queue, State: string(r.State), Attempt: r.Attempt,
+		Created: r.CreatedAt, Args: r.EncodedArgs}
+	if r.AttemptedAt != nil {
+		j.Started = *r.AttemptedAt
+	}
+	if r.FinalizedAt != nil {
+		j.Finished = *r.FinalizedAt
+	}
+	if n := len(r.AttemptedBy); n > 0 {
+		j.Machine = r.AttemptedBy[n-1]
+	}
+	if n := len(r.Errors); n > 0 {
+		j.Error = r.Errors[n-1].Error
+	}
+	return j
 }
 
 // MoveLegacyJobs moves the jobs queued (or left running) in the queue

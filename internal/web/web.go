@@ -62,9 +62,11 @@ type Counter interface {
 	Counts(ctx context.Context) (store.Counts, error)
 }
 
-// JobLister lists the jobs not finished and the last finished ones.
+// JobLister lists the jobs not finished and the last finished ones, and
+// reads one (store.ErrNotFound when the queue no longer has it).
 type JobLister interface {
 	Jobs(ctx context.Context, recent int) ([]jobs.Job, error)
+	Job(ctx context.Context, id int64) (jobs.Job, error)
 }
 
 // Store is everything the dashboard reads.
@@ -150,7 +152,7 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	for name, files := range map[string][]string{
 		"overview": nil, "serieslist": nil, "series": nil, "night": nil, "commit": nil,
-		"bisections": nil, "bisection": {"live"}, "finding": nil, "error": nil, "login": nil, "request": nil,
+		"bisections": nil, "bisection": {"live"}, "finding": nil, "error": nil, "login": nil, "request": nil, "job": nil,
 	} {
 		paths := []string{"templates/layout.html", "templates/" + name + ".html"}
 		for _, f := range files {
@@ -187,6 +189,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bisections/{id}/live", s.bisectionLive)
 	s.mux.HandleFunc("GET /api/bisections/{id}", s.bisectionJSON)
 	s.mux.HandleFunc("GET /events/{job}", s.events)
+	s.mux.HandleFunc("GET /jobs/{id}", s.job)
+	s.mux.HandleFunc("GET /api/jobs/{id}", s.jobJSON)
 	s.mux.HandleFunc("POST /api/requests", s.requests)
 	s.mux.HandleFunc("GET /request", s.requestForm)
 	s.mux.HandleFunc("POST /request", s.requestPost)

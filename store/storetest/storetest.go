@@ -4,7 +4,8 @@
 // configured, and stopped (and removed) by Close.
 //
 // Without PostgreSQL's server binaries a test is skipped, except under
-// CI=true, where that is a broken setup and fails.
+// CI=true, where that is a broken setup and fails. With them, a store that
+// does not start or migrate fails the test.
 package storetest
 
 import (
@@ -31,6 +32,11 @@ func Store(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := start()
 	if err != nil {
+		if _, binErr := store.FindBinDir(""); binErr == nil {
+			// The server is there: a failure to start or migrate the
+			// store is the code's, never a reason to skip.
+			t.Fatalf("starting the test results store: %v", err)
+		}
 		unavailable(t, err)
 	}
 	return st

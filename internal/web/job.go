@@ -1,0 +1,87 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/store"
+)
+
+// jobView is one queued job with what its stored events say so far: the
+// bisection and finding it made, and its last lines.
+type jobView struct {
+	Job       jobs.Job    `json:"job"`
+	Events    string      `json:"events"` // the stream /events/{events} follows
+	Bisection string      `json:"bisection,omitempty"`
+	Finding   string      `json:"finding,omitempty"`
+	Lines     []app.Event `json:"lines"`
+	Last      *app.Event  `json:"-"`
+}
+
+// jobLines is how many of a job's last events its page lists.
+const jobLines = 30
+
+// loadJob reads job {id} and its events; a job the queue no longer has,
+// or a dashboard without a queue, is a 404.
+func (s *Server) loadJob(r *http.Request) (*jobView, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("no job %q: job ids are numbers: %w", r.PathValue("id"), store.ErrNotFound)
+	}
+	if s.cfg.Jobs == nil {
+		return nil, fmt.Errorf("this dashboard has no job queue (start it with pgbisect serve or daemon --serve on the results database): %w", store.ErrNotFound)
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	j, err := s.cfg.Jobs.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &jobView{Job: j, Events: jobs.EventsOf(j.Key)}
+	evs, err := s.st.Events(ctx, v.Events, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		ev, err := app.Decode(e)
+		if err != nil {
+			continue
+		}
+		if ev.Bisection != "" {
+			v.Bisection = ev.Bisection
+		}
+		if ev.Finding != "" {
+			v.Finding = ev.Finding
+		}
+		v.Lines = append(v.Lines, ev)
+	}
+	v.Lines = v.Lines[max(0, len(v.Lines)-jobLines):]
+	if n := len(v.Lines); n > 0 {
+		v.Last = &v.Lines[n-1]
+	}
+	return v, nil
+}
+
+// job shows one job: its state, machine and request, the bisection and
+// finding it made, and its progress live. GitHub replies link here.
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	v, err := s.loadJob(r)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "job", fmt.Sprintf("job %d", v.Job.ID), v)
+}
+
+// jobJSON is the job page's data.
+func (s *Server) jobJSON(w http.ResponseWriter, r *http.Request) {
+	v, err := s.loadJob(r)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	s.writeJSON(w, v)
+}
