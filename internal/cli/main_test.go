@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -13,7 +13,7 @@ import (
 // end. Tests of the private-cluster path itself set PGBISECT_DB to "".
 func TestMain(m *testing.M) {
 	// Tests run many state directories at once: a machine lock for each.
-	os.Setenv(nightly.MachineLockEnv, "state")
+	os.Setenv(machinelock.Env, "state")
 	if st, err := storetest.Start(); err == nil {
 		os.Setenv("PGBISECT_DB", st.Cluster().URL())
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -68,7 +68,7 @@ func childMain() error {
 		return fmt.Errorf("%s: %w", childArgs, err)
 	}
 	ctx := context.Background()
-	unlock, err := nightly.LockMachine(ctx, dir, true)
+	unlock, err := machinelock.Lock(ctx, machinelock.Path(dir), true)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func TestKill9AndResume(t *testing.T) {
 			landed++
 			// The kernel released the flock with the process: the machine
 			// is free at once, with no stale lock to clear.
-			unlock, err := nightly.LockMachine(context.Background(), dir, false)
+			unlock, err := machinelock.Lock(context.Background(), machinelock.Path(dir), false)
 			if err != nil {
 				t.Fatalf("after kill %d: %v", landed, err)
 			}
