@@ -114,6 +114,9 @@ func TestMoveRestartsComparisonsInFlight(t *testing.T) {
 				t.Errorf("stop %d: pair %d judged after the move started at %d, before it (%d): it mixes machines", stop, k, p.From, mv.At)
 			}
 		}
+		if sp := got.Spend(); sp.Total() != got.SamplesTaken || sp.Unsplit != 0 {
+			t.Errorf("stop %d: spend %+v of %d samples: every sample, superseded ones included, belongs to a comparison", stop, sp, got.SamplesTaken)
+		}
 		if g, w := culprits(got), culprits(want); !slices.Equal(g, w) {
 			t.Errorf("stop %d (%s): culprits %v on a then b, %v on one machine: %s", stop, before.Phase, g, w, got.Summary)
 		}
