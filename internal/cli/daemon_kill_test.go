@@ -143,6 +143,13 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		return st.Done()
 	}, other)
 	t.Logf("done in %s: %s", time.Since(start).Round(time.Second), st.Summary)
+	waitUntil(t, 2*time.Minute, "the job completes", func() bool {
+		var n int
+		if err := results.Pool().QueryRow(ctx, "SELECT count(*) FROM river_job WHERE queue = $1 AND state = 'completed'", class).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}, other)
 	var named []string
 	for _, c := range st.Culprits {
 		for _, i := range c.Candidates {
