@@ -163,36 +163,42 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		t.Errorf("machines %v with %d moves, want %s then %s", m, len(st.Moves), victim.name, other.name)
 	}
 
-	// Every sample the state counts is stored once and not superseded;
-	// the superseded ones are the killed machine's, kept.
+	// Every sample the state counts is stored once. Superseded, and kept:
+	// those of the comparison restarted on the other machine (counted by
+	// the state, never used again) and any the killed daemon stored but
+	// never recorded (taken again on the other machine).
 	all := samples(store.SampleQuery{})
-	var live []int
-	var superseded int
+	mv := st.Moves[0]
+	var counted []int
+	superseded := 0
 	for _, s := range all {
-		if !s.Superseded {
-			live = append(live, s.Seq)
-			continue
+		orphan := s.Machine == victim.name && s.Seq >= mv.At
+		if s.Superseded != (orphan || mv.Superseded(s.Seq)) {
+			t.Errorf("sample %d of %s: superseded %v, want %v (move %d..%d)", s.Seq, s.Machine, s.Superseded, !s.Superseded, mv.Start, mv.At)
 		}
-		superseded++
-		if s.Machine != victim.name || !st.Superseded(s.Seq) {
-			t.Errorf("sample %d (%s) superseded, but it was not taken for a restarted comparison on %s", s.Seq, s.Machine, victim.name)
+		if s.Superseded {
+			superseded++
+		}
+		if !orphan {
+			counted = append(counted, s.Seq)
+		}
+		if !orphan && s.Seq >= mv.At && s.Machine != other.name {
+			t.Errorf("sample %d after the move is from %s", s.Seq, s.Machine)
 		}
 	}
-	slices.Sort(live)
+	slices.Sort(counted)
 	want := make([]int, st.SamplesTaken)
 	for i := range want {
 		want[i] = i
 	}
-	if !slices.Equal(live, want) {
-		t.Errorf("live samples at clocks %v, want each of 0..%d once (none lost, none taken twice)", live, st.SamplesTaken-1)
+	if !slices.Equal(counted, want) {
+		t.Errorf("samples at clocks %v, want each of 0..%d once (none lost, none taken twice)", counted, st.SamplesTaken-1)
 	}
-	if mv := st.Moves[0]; superseded != mv.At-mv.Start+max(killedAt-mv.At, 0) {
-		t.Errorf("%d samples superseded, want the %d of the comparison restarted and the %d stored but never recorded", superseded, mv.At-mv.Start, max(killedAt-mv.At, 0))
+	if mv.Start == mv.At {
+		t.Errorf("no comparison was in flight when %s was killed (move %+v): the kill came between comparisons", victim.name, mv)
 	}
-	for _, s := range all {
-		if !st.Superseded(s.Seq) && s.Seq >= st.Moves[0].At && s.Machine != other.name {
-			t.Errorf("sample %d after the move is from %s", s.Seq, s.Machine)
-		}
+	if n := mv.At - mv.Start + max(killedAt-mv.At, 0); superseded != n {
+		t.Errorf("%d samples superseded, want %d: those of the comparison restarted and those stored but never recorded", superseded, n)
 	}
 	other.stop(t)
 
