@@ -55,6 +55,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The machine lock of each test's state directory, not the host's:
+	// the tests check that a kill leaves it free, which another pgbisect
+	// measuring on this host (a bench test of another package) must not
+	// decide. Children inherit it.
+	os.Setenv(machinelock.Env, "state")
 	os.Exit(m.Run())
 }
 
