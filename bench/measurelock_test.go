@@ -1,33 +1,68 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 )
 
-// TestMeasureLock: while one holder has the machine-wide measure lock
-// (another process, or another Runner: flock locks of two open files
-// conflict), a second sample cannot start; once it is released, it can.
+// TestMeasureLock: a sample shares the machine lock its own process holds
+// (a job's samples), but while another process holds it (flock(1) here,
+// another pgbisect's job or sample in life), a sample cannot start; once
+// that process lets go, it can.
 func TestMeasureLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "measure.lock")
-	unlock, err := lockMeasure(context.Background(), path)
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("flock(1) is not installed")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "machine.lock")
+	ctx := context.Background()
+
+	job, err := machinelock.Lock(ctx, path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gaveUp, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := lockMeasure(gaveUp, path); err == nil || !strings.Contains(err.Error(), "another pgbisect is measuring") {
-		t.Fatalf("second holder: %v, want it refused while the lock is held", err)
-	}
-	unlock()
-	unlock2, err := lockMeasure(gaveUp, path)
+	sample, err := lockMeasure(ctx, path, dir)
 	if err != nil {
-		t.Fatalf("after release: %v", err)
+		t.Fatalf("a sample inside this process's job: %v, want it to share the hold", err)
 	}
-	unlock2()
-	if u, err := lockMeasure(gaveUp, "-"); err != nil {
+	sample()
+	job()
+
+	// Another process holds the lock until its stdin closes.
+	other := exec.Command("flock", "--exclusive", path, "sh", "-c", "echo locked; read x")
+	in, _ := other.StdinPipe()
+	out, _ := other.StdoutPipe()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("flock(1) said %q", line)
+	}
+	gaveUp, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := lockMeasure(gaveUp, path, dir); err == nil || !strings.Contains(err.Error(), "another pgbisect is measuring") {
+		t.Fatalf("a sample while another process holds the lock: %v, want it to wait", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		u, err := lockMeasure(ctx, path, dir)
+		if err == nil {
+			u()
+		}
+		done <- err
+	}()
+	in.Close() // the other process ends, and the kernel drops its flock
+	if err := <-done; err != nil {
+		t.Fatalf("after the other process let go: %v", err)
+	}
+	if u, err := lockMeasure(gaveUp, "-", dir); err != nil {
 		t.Errorf(`"-" takes no lock: %v`, err)
 	} else {
 		u()

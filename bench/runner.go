@@ -88,9 +88,10 @@ type Runner struct {
 	// beyond it and rebuilt if needed again. Default: 4, enough for the
 	// targets of a comparison or a bisection step at a time.
 	MaxKept int
-	// MeasureLock is the file of the machine-wide lock each sample holds,
-	// so that two pgbisect processes never measure at once. Default:
-	// DefaultMeasureLock(); "-" takes none.
+	// MeasureLock is the file of the machine lock each sample holds, so
+	// that two pgbisect processes never measure at once (package
+	// machinelock: the lock a job holds, shared by its samples). Default:
+	// machinelock.Path(StateDir); "-" takes none.
 	MeasureLock string
 	// Profiler, when set, records a CPU profile of the server during each
 	// sample's measured workload run (see profiling.go). Default: none.
@@ -103,6 +104,33 @@ type Runner struct {
 	warned       map[string]bool
 	servers      servers // each target's postgres, described (check.go)
 	noSync       bool    // the order study's control: no sync before samples
+}
+
+// Sweep removes what a pgbisect process of the same state directory that
+// died (kill -9, a crash) left behind: its clusters, stopping their servers,
+// and the OS settings its sample changed. The first Run sweeps too; a
+// daemon sweeps when it starts, so a restarted machine leaves no server of
+// its dead predecessor running even before it takes a job.
+func (r *Runner) Sweep() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.StateDir == "" {
+		return errors.New("bench: Runner.StateDir is not set")
+	}
+	u, err := r.user()
+	if err != nil {
+		return err
+	}
+	return r.sweep(u)
+}
+
+func (r *Runner) sweep(u *proc.User) error {
+	removeStale(r.StateDir, u)
+	if err := hostSys.restoreOS(r.osRestoreFile()); err != nil {
+		return fmt.Errorf("putting back the OS settings an interrupted sample changed: %w", err)
+	}
+	r.staleRemoved = true
+	return nil
 }
 
 // Run runs one sample of sc at point pt against target t and returns its
@@ -118,17 +146,15 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockMeasure(ctx, r.MeasureLock)
+	unlock, err := lockMeasure(ctx, r.MeasureLock, r.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	if !r.staleRemoved {
-		removeStale(r.StateDir, u)
-		if err := hostSys.restoreOS(r.osRestoreFile()); err != nil {
-			return nil, fmt.Errorf("putting back the OS settings an interrupted sample changed: %w", err)
+		if err := r.sweep(u); err != nil {
+			return nil, err
 		}
-		r.staleRemoved = true
 	}
 	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
 		if !isExecutable(filepath.Join(t.BinDir, p)) {

@@ -514,12 +514,15 @@ const DefaultWindow = 10
 // recent returns the samples of key that a comparison started at from
 // may use: those younger than Window samples then (taken at from or
 // later when Window is 1), or all of them when Window is 0.
+//
+// Samples taken on another machine than the current one are never used
+// (State.MachineFrom, see Arrive).
 func (s *State) recent(key string, from int) []float64 {
-	xs := s.Samples[key]
+	xs := s.Samples[key][min(s.MachineFrom[key], len(s.Samples[key])):]
 	if s.Window <= 0 {
 		return xs
 	}
-	i, _ := slices.BinarySearch(s.SampleSeq[key], from-s.Window+1)
+	i, _ := slices.BinarySearch(s.SampleSeq[key][len(s.Samples[key])-len(xs):], from-s.Window+1)
 	return xs[i:]
 }
 

@@ -87,6 +87,11 @@ type Engine struct {
 	// Guide profiles the endpoints of a profile-guided search (see
 	// Guide); nil: such a search goes on unguided, saying so.
 	Guide GuideFunc
+	// Machine names the machine taking the samples; "" leaves the
+	// bisection's machine as it is. A bisection resumed on another machine
+	// than the one that took its samples restarts its comparisons in
+	// flight (State.Arrive).
+	Machine string
 
 	targets map[string]Target // builds available in this process, by key
 }
@@ -102,6 +107,9 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 	e.targets = map[string]Target{}
 	if s.SamplesTaken > 0 && !s.Done() {
 		s.logf(now(), "resume", "", "resuming with %d samples and %d builds recorded", s.SamplesTaken, s.BuildsDone)
+	}
+	if err := e.arrive(ctx, s, now); err != nil {
+		return err
 	}
 	// Spent counts this run's time from here; an interrupted step, which
 	// records nothing, counts nothing.
@@ -290,6 +298,22 @@ func (e *Engine) save(ctx context.Context, s *State) error {
 	}
 	if err := e.Saver.SaveBisection(ctx, s); err != nil {
 		return fmt.Errorf("saving bisection %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// arrive records the engine's machine in s (State.Arrive), saving a move,
+// and has the Saver mark the samples no comparison will use.
+func (e *Engine) arrive(ctx context.Context, s *State, now func() time.Time) error {
+	if s.Arrive(e.Machine, now()) != nil {
+		if err := e.save(ctx, s); err != nil {
+			return err
+		}
+	}
+	if sup, ok := e.Saver.(Superseder); ok && !s.Done() {
+		if err := sup.SupersedeSamples(ctx, s); err != nil {
+			return fmt.Errorf("marking superseded samples of bisection %s: %w", s.ID, err)
+		}
 	}
 	return nil
 }

@@ -74,6 +74,13 @@ func (s *State) Spend() Spend {
 		sp.Checks += n
 		byVerdict(ch.Verdict, n)
 	}
+	for _, mv := range s.Moves { // checks restarted on another machine (Arrive)
+		for i, cs := range mv.CheckSamples {
+			n := len(cs.A) + len(cs.B)
+			sp.Checks += n
+			byVerdict(s.Checks[mv.Checks[i]].Verdict, n)
+		}
+	}
 	sp.Unsplit = max(0, s.SamplesTaken-sp.Total())
 	return sp
 }

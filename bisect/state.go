@@ -76,6 +76,15 @@ type State struct {
 	// continue with the rules they began with.
 	Plan int `json:"plan,omitempty"`
 
+	// Machine is the machine taking the samples now, Moves the moves from
+	// one machine to another, and MachineFrom the index in Samples, per
+	// key, of the first sample taken on Machine: the samples of one
+	// comparison come from one machine (see Arrive, machine.go). Empty in
+	// states saved before machines were kept and in runs outside a daemon.
+	Machine     string         `json:"machine,omitempty"`
+	Moves       []Move         `json:"moves,omitempty"`
+	MachineFrom map[string]int `json:"machine_from,omitempty"`
+
 	// Phase is where the search is.
 	Phase Phase `json:"phase"`
 

@@ -40,7 +40,37 @@ func (s *Store) SaveBisection(ctx context.Context, b *bisect.State) error {
 	return nil
 }
 
-var _ bisect.Saver = (*Store)(nil)
+var (
+	_ bisect.Saver      = (*Store)(nil)
+	_ bisect.Superseder = (*Store)(nil)
+)
+
+// SupersedeSamples marks the samples of bisection b that no comparison
+// uses (bisect.State.Superseded): those its moves to another machine
+// superseded, and those stored at or after its clock, by a process that
+// stopped before it saved the state. They are kept. Samples stored without
+// the bisection's clock (before migration 007) are left as they are. It
+// implements bisect.Superseder; under a job's lease it is fenced.
+func (s *Store) SupersedeSamples(ctx context.Context, b *bisect.State) error {
+	var starts, ats []int32
+	for _, mv := range b.Moves {
+		if mv.Start < mv.At {
+			starts, ats = append(starts, int32(mv.Start)), append(ats, int32(mv.At))
+		}
+	}
+	err := s.fenced(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, `
+		UPDATE samples SET superseded = true
+		WHERE bisection_id = $1 AND NOT superseded AND (bisection_seq >= $2
+			OR EXISTS (SELECT 1 FROM unnest($3::int4[], $4::int4[]) AS r(a, b) WHERE bisection_seq >= r.a AND bisection_seq < r.b))`,
+			b.ID, b.SamplesTaken, starts, ats)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("marking superseded samples of bisection %s: %w", b.ID, err)
+	}
+	return nil
+}
 
 // LoadBisection returns the saved state of bisection id, or an error
 // wrapping bisect.ErrNotFound.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -126,8 +127,10 @@ func (s *Store) AddLegacyJob(ctx context.Context, kind string, args json.RawMess
 
 // Machine is a machine that joined with 'pgbisect daemon'.
 type Machine struct {
-	Name      string    `json:"name"`
-	Class     string    `json:"class"`
+	Name  string `json:"name"`
+	Class string `json:"class"`
+	// Host and PID are where the machine's daemon runs.
+	Host      string    `json:"host,omitempty"`
 	PID       int       `json:"pid"`
 	Started   time.Time `json:"started"`
 	Heartbeat time.Time `json:"heartbeat"`
@@ -136,15 +139,56 @@ type Machine struct {
 	Stopped time.Time `json:"stopped,omitzero"`
 }
 
-// JoinMachine records m as started now (a restart replaces the row).
-func (s *Store) JoinMachine(ctx context.Context, m Machine) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO machines (name, class, pid) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET class = excluded.class, pid = excluded.pid, started_at = now(),
-			heartbeat_at = now(), job_key = '', stopped_at = NULL`, m.Name, m.Class, m.PID)
+// ErrMachineTaken is returned by JoinMachine when a live daemon holds the
+// machine name.
+var ErrMachineTaken = errors.New("machine name in use")
+
+// JoinMachine records m as started now. A machine's name belongs to one
+// daemon at a time: the row of an earlier daemon of that name is taken
+// over only when that daemon stopped, when its heartbeat is older than
+// stale (a dead host), or when it ran on m's host and gone(pid) says its
+// process is gone (a restart after a crash). Otherwise JoinMachine fails
+// with ErrMachineTaken, naming the machine and what to do.
+func (s *Store) JoinMachine(ctx context.Context, m Machine, stale time.Duration, gone func(pid int) bool) error {
+	// join takes the row if it is free, or held by deadPID on this host.
+	join := func(deadPID int) (bool, error) {
+		tag, err := s.db.Exec(ctx, `INSERT INTO machines AS m (name, class, host, pid) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET class = excluded.class, host = excluded.host, pid = excluded.pid, started_at = now(),
+			heartbeat_at = now(), job_key = '', stopped_at = NULL
+		WHERE m.stopped_at IS NOT NULL OR m.heartbeat_at <= now() - $5 * interval '1 microsecond'
+			OR (m.host = excluded.host AND m.pid IN (excluded.pid, $6))`, m.Name, m.Class, m.Host, m.PID, stale.Microseconds(), deadPID)
+		return tag.RowsAffected() == 1, err
+	}
+	ok, err := join(-1)
 	if err != nil {
 		return fmt.Errorf("recording machine %s: %w", m.Name, err)
 	}
-	return nil
+	if ok {
+		return nil
+	}
+	var host string
+	var pid int
+	var age time.Duration
+	err = s.db.QueryRow(ctx, `SELECT host, pid, (extract(epoch FROM now() - heartbeat_at) * 1e6)::bigint * interval '1 microsecond'
+		FROM machines WHERE name = $1`, m.Name).Scan(&host, &pid, &age)
+	if err != nil {
+		return fmt.Errorf("recording machine %s: %w", m.Name, err)
+	}
+	if host == m.Host && gone != nil && gone(pid) {
+		// This host's daemon of that name died without leaving: its row
+		// is this one's to take.
+		if ok, err := join(pid); err != nil || !ok {
+			return fmt.Errorf("recording machine %s: taken by another daemon at the same time (%v)", m.Name, err)
+		}
+		return nil
+	}
+	where := "on host " + host
+	if host == "" {
+		where = "on an unrecorded host"
+	}
+	return fmt.Errorf("%w: machine %q is live: a daemon with pid %d %s beat its heartbeat %s ago; "+
+		"give this daemon another name with --machine NAME, or stop that daemon (a dead host's name is taken over once its heartbeat is %s old)",
+		ErrMachineTaken, m.Name, pid, where, age.Round(time.Second), stale)
 }
 
 // Heartbeat records that machine is alive and runs jobKey ("" idle).
@@ -165,14 +209,14 @@ func (s *Store) LeaveMachine(ctx context.Context, machine string) error {
 
 // Machines lists the machines that joined, by name.
 func (s *Store) Machines(ctx context.Context) ([]Machine, error) {
-	rows, err := s.db.Query(ctx, "SELECT name, class, pid, started_at, heartbeat_at, job_key, stopped_at FROM machines ORDER BY name")
+	rows, err := s.db.Query(ctx, "SELECT name, class, host, pid, started_at, heartbeat_at, job_key, stopped_at FROM machines ORDER BY name")
 	if err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Machine, error) {
 		var m Machine
 		var stopped *time.Time
-		err := r.Scan(&m.Name, &m.Class, &m.PID, &m.Started, &m.Heartbeat, &m.JobKey, &stopped)
+		err := r.Scan(&m.Name, &m.Class, &m.Host, &m.PID, &m.Started, &m.Heartbeat, &m.JobKey, &stopped)
 		m.Stopped = nullTime(stopped)
 		return m, err
 	})

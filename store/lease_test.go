@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,70 @@ func TestJobWritesPerMachineClass(t *testing.T) {
 	err = s.AddSamples(ca, []Sample{{BuildKey: "c2", Commit: "c2", Scenario: "sc", Metric: "m", Value: 9}})
 	if !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("a sample after the job was fenced out: %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestJoinMachineRefusesLiveName: a machine name belongs to one daemon.
+// Another joining under it is refused with the name and what to do while
+// the first is live; it takes the name over once the first stopped, once
+// its heartbeat is stale (a dead host), or at once when the first ran on
+// the same host and its process is gone.
+func TestJoinMachineRefusesLiveName(t *testing.T) {
+	s := testStore(t)
+	ctx := context.Background()
+	const stale = time.Minute
+	alive := func(int) bool { return false }
+	dead := func(int) bool { return true }
+	join := func(host string, pid int, gone func(int) bool) error {
+		return s.JoinMachine(ctx, Machine{Name: "bench-1", Class: "c", Host: host, PID: pid}, stale, gone)
+	}
+	holder := func() (string, int) {
+		ms, err := s.Machines(ctx)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("machines %+v %v", ms, err)
+		}
+		return ms[0].Host, ms[0].PID
+	}
+	if err := join("host-a", 100, alive); err != nil {
+		t.Fatal(err)
+	}
+	if err := join("host-a", 100, alive); err != nil {
+		t.Errorf("the same daemon joining again: %v", err)
+	}
+	err := join("host-b", 200, dead)
+	if !errors.Is(err, ErrMachineTaken) {
+		t.Fatalf("a second host under a live name: %v, want ErrMachineTaken", err)
+	}
+	for _, want := range []string{`machine "bench-1" is live`, "pid 100 on host host-a", "--machine NAME"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if err := join("host-a", 101, alive); !errors.Is(err, ErrMachineTaken) {
+		t.Errorf("a second live daemon on the same host: %v, want ErrMachineTaken", err)
+	}
+	if h, p := holder(); h != "host-a" || p != 100 {
+		t.Errorf("refused joins changed the row: %s %d", h, p)
+	}
+	// The daemon of pid 100 crashed; one restarted on host-a takes over.
+	if err := join("host-a", 102, dead); err != nil {
+		t.Errorf("a restart on the same host after a crash: %v", err)
+	}
+	// host-a dies: its heartbeat grows stale, and host-b takes the name.
+	if _, err := s.db.Exec(ctx, "UPDATE machines SET heartbeat_at = now() - interval '2 minutes'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := join("host-b", 200, alive); err != nil {
+		t.Errorf("taking over a dead host's name: %v", err)
+	}
+	if h, p := holder(); h != "host-b" || p != 200 {
+		t.Errorf("after the takeover: %s %d, want host-b 200", h, p)
+	}
+	// A daemon that stopped leaves its name free.
+	if err := s.LeaveMachine(ctx, "bench-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := join("host-c", 300, alive); err != nil {
+		t.Errorf("joining under a stopped machine's name: %v", err)
 	}
 }

@@ -36,6 +36,15 @@ type Sample struct {
 	// fills them from the lease when empty.
 	Machine      string
 	MachineClass string
+	// Seq is, for a bisection's sample, its time on the bisection's clock
+	// (bisect.State.SamplesTaken just before it); ignored without a
+	// BisectionID, and -1 when read back from a sample stored without it.
+	Seq int
+	// Superseded is set on a bisection's sample no comparison uses:
+	// taken for a comparison that restarted on another machine, or
+	// stored by a process that stopped before it saved the state (see
+	// SupersedeSamples).
+	Superseded bool
 }
 
 // Environment stores the description of a machine and its settings (opaque
@@ -85,6 +94,7 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		times                                     = make([]time.Time, n)
 		envs, nightlies                           = make([]int64, n), make([]int64, n)
 		bisections, machines, classes             = make([]string, n), make([]string, n), make([]string, n)
+		seqs                                      = make([]int32, n)
 	)
 	lease, _ := LeaseOf(ctx)
 	for i, sm := range samples {
@@ -94,7 +104,7 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 		keys[i], commits[i], scenarios[i], points[i], metrics[i] = sm.BuildKey, sm.Commit, sm.Scenario, sm.Point, sm.Metric
 		values[i], indexes[i], times[i] = sm.Value, int32(sm.Index), timeOr(sm.Time)
 		envs[i], nightlies[i], bisections[i] = sm.EnvironmentID, sm.NightlyID, sm.BisectionID
-		machines[i], classes[i] = sm.Machine, sm.MachineClass
+		machines[i], classes[i], seqs[i] = sm.Machine, sm.MachineClass, int32(sm.Seq)
 		if machines[i] == "" {
 			machines[i], classes[i] = lease.Machine, lease.Class
 		}
@@ -102,11 +112,11 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 	err := s.fenced(ctx, func(q querier) error {
 		_, err := q.Exec(ctx, `
 		INSERT INTO samples (build_key, commit, scenario, point, metric, value, sample_index, taken_at, environment_id,
-			nightly_id, bisection_id, machine, machine_class)
-		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), ma, mc
+			nightly_id, bisection_id, machine, machine_class, bisection_seq)
+		SELECT k, c, sc, p, m, v, i, t, nullif(e, 0), nullif(n, 0), nullif(b, ''), ma, mc, CASE WHEN b <> '' THEN q END
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::float8[], $7::int4[],
-			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[]) AS u(k, c, sc, p, m, v, i, t, e, n, b, ma, mc)`,
-			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, machines, classes)
+			$8::timestamptz[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[], $14::int4[]) AS u(k, c, sc, p, m, v, i, t, e, n, b, ma, mc, q)`,
+			keys, commits, scenarios, points, metrics, values, indexes, times, envs, nightlies, bisections, machines, classes, seqs)
 		return err
 	})
 	if err != nil {
@@ -128,6 +138,8 @@ type SampleQuery struct {
 	// AnyPoint matches every point; otherwise Point "" matches only
 	// samples without a matrix point.
 	AnyPoint bool
+	// Current leaves out superseded samples.
+	Current bool
 }
 
 // Samples returns the samples q selects, oldest first.
@@ -159,8 +171,12 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 	if q.BisectionID != "" {
 		add("bisection_id = $%d", q.BisectionID)
 	}
+	if q.Current {
+		where = append(where, "NOT superseded")
+	}
 	sql := `SELECT id, build_key, commit, scenario, point, metric, value, sample_index, taken_at,
-		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, ''), machine, machine_class FROM samples`
+		coalesce(environment_id, 0), coalesce(nightly_id, 0), coalesce(bisection_id, ''), machine, machine_class,
+		coalesce(bisection_seq, -1), superseded FROM samples`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -173,12 +189,12 @@ func (s *Store) Samples(ctx context.Context, q SampleQuery) ([]Sample, error) {
 	var out []Sample
 	for rows.Next() {
 		var sm Sample
-		var idx int32
+		var idx, seq int32
 		if err := rows.Scan(&sm.ID, &sm.BuildKey, &sm.Commit, &sm.Scenario, &sm.Point, &sm.Metric, &sm.Value, &idx,
-			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID, &sm.Machine, &sm.MachineClass); err != nil {
+			&sm.Time, &sm.EnvironmentID, &sm.NightlyID, &sm.BisectionID, &sm.Machine, &sm.MachineClass, &seq, &sm.Superseded); err != nil {
 			return nil, fmt.Errorf("reading samples: %w", err)
 		}
-		sm.Index = int(idx)
+		sm.Index, sm.Seq = int(idx), int(seq)
 		out = append(out, sm)
 	}
 	if err := rows.Err(); err != nil {

@@ -28,7 +28,7 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/internal/redact"
 	"github.com/pgbisect/pgbisect/notify"
@@ -218,6 +218,18 @@ func (a *App) newRunner(clientBin string, keep bool, progress io.Writer, log *sl
 	return r, nil
 }
 
+// SweepStrays removes the clusters (stopping their servers) and puts back
+// the OS settings that a dead process of this state directory left behind
+// (bench.Runner.Sweep). A daemon calls it when it starts.
+func (a *App) SweepStrays(ctx context.Context) error {
+	r, err := a.newRunner("", false, nil, a.log)
+	if err != nil {
+		return err
+	}
+	defer r.Close(context.WithoutCancel(ctx))
+	return r.Sweep()
+}
+
 // LockMachine takes the machine lock, so that builds and benchmarks of
 // this and other processes never overlap. When another process holds it,
 // it says who in a note and waits for them with wait, refuses without.
@@ -225,11 +237,11 @@ func (a *App) LockMachine(ctx context.Context, wait bool, sink Sink) (func(), er
 	if err := os.MkdirAll(a.opts.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	unlock, err := nightly.LockMachine(ctx, a.opts.StateDir, false)
-	var busy *nightly.BusyError
+	unlock, err := machinelock.Lock(ctx, machinelock.Path(a.opts.StateDir), false)
+	var busy *machinelock.BusyError
 	if errors.As(err, &busy) && wait {
 		sink.note("waiting for the machine: %s is using it", busy.Holder)
-		return nightly.LockMachine(ctx, a.opts.StateDir, true)
+		return machinelock.Lock(ctx, machinelock.Path(a.opts.StateDir), true)
 	}
 	return unlock, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -182,7 +183,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		return nil, err
 	}
 	defer runner.Close(context.WithoutCancel(ctx))
-	m := &bisectMeasurer{runner: runner, sc: sc, point: point, points: points, metric: metric.Name, results: results, id: st.ID, sink: sink}
+	m := &bisectMeasurer{runner: runner, sc: sc, point: point, points: points, metric: metric.Name, results: results, id: st.ID, state: st, sink: sink}
 	if !st.Done() && runner.ClientBin == "" {
 		// One pgbench and psql for every run: the good commit's.
 		start := time.Now()
@@ -204,7 +205,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		shown = len(st.Events)
 	}
 	bisectBudget(st, sink)
-	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Progress: func(s bisect.Status) {
+	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Machine: bisectMachine(ctx), Progress: func(s bisect.Status) {
 		events()
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
 	}}
@@ -257,6 +258,18 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		}
 	}
 	return out, nil
+}
+
+// bisectMachine names the machine a bisection's samples are taken on: the
+// machine holding the job's lease in a daemon, the host's name otherwise.
+// A bisection resumed on another machine restarts its comparisons in
+// flight there (bisect.State.Arrive).
+func bisectMachine(ctx context.Context) string {
+	if l, ok := store.LeaseOf(ctx); ok && l.Machine != "" {
+		return l.Machine
+	}
+	host, _ := os.Hostname()
+	return host
 }
 
 // builderFor returns the builder of the repository at source: the App's

@@ -195,6 +195,7 @@ type bisectMeasurer struct {
 	metric  string
 	results *store.Store
 	id      string         // the bisection's
+	state   *bisect.State  // the bisection, for the clock of each sample
 	taken   map[string]int // samples of each commit in the store
 	env     *bench.Environment
 	sink    Sink
@@ -254,7 +255,7 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 	for _, spec := range m.sc.MetricSpecs() {
 		if v, ok := s.Values[spec.Name]; ok {
 			rows = append(rows, store.Sample{BuildKey: t.Key, Commit: t.Hash, Scenario: m.sc.Name, Point: point.String(),
-				Metric: spec.Name, Value: v, Index: index, Time: s.Start.Add(s.Elapsed), EnvironmentID: envID, BisectionID: m.id})
+				Metric: spec.Name, Value: v, Index: index, Time: s.Start.Add(s.Elapsed), EnvironmentID: envID, BisectionID: m.id, Seq: m.seq()})
 		}
 	}
 	if err := m.results.AddSamples(ctx, rows); err != nil {
@@ -262,6 +263,15 @@ func (m *bisectMeasurer) store(ctx context.Context, t bisectTarget, s *bench.Sam
 	}
 	m.taken[taken] = index + 1
 	return nil
+}
+
+// seq is the bisection's clock for the sample being taken: the engine
+// records it after Measure returns.
+func (m *bisectMeasurer) seq() int {
+	if m.state == nil {
+		return -1
+	}
+	return m.state.SamplesTaken
 }
 
 // environment is the machine of the first sample (of this or an earlier

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/gittest"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 func TestMain(m *testing.M) {
 	// Tests run many state directories at once: a machine lock for each.
-	os.Setenv(nightly.MachineLockEnv, "state")
+	os.Setenv(machinelock.Env, "state")
 	if os.Getenv(bisectorRepoEnv) != "" {
 		os.Exit(bisectorMain())
 	}

@@ -62,6 +62,11 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
+	// A daemon killed with kill -9 leaves its servers running: the one
+	// restarted in its state directory stops them before anything else.
+	if err := a.SweepStrays(ctx); err != nil {
+		return err
+	}
 	jc := jobs.Config{
 		Store:          st,
 		Machine:        firstOf(*machine, cfg.Machine.Name),

@@ -12,6 +12,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/golden"
 	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -99,7 +100,7 @@ func TestStatusPrintGolden(t *testing.T) {
 			{Name: "bench-a", Class: "bench-2core", Started: printedAt.Add(-26 * time.Hour), Heartbeat: printedAt.Add(-20 * time.Second), JobKey: "bisect-0a1b2c3d4e5f"},
 			{Name: "bench-b", Class: "bench-2core", Started: printedAt.Add(-26 * time.Hour), Heartbeat: printedAt.Add(-3 * time.Hour), Stopped: printedAt.Add(-3 * time.Hour)},
 		},
-		Machine: &nightly.Holder{PID: 4242, Command: "pgbisect daemon", Started: printedAt.Add(-90 * time.Minute)},
+		Machine: &machinelock.Holder{PID: 4242, Command: "pgbisect daemon", Started: printedAt.Add(-90 * time.Minute)},
 		Jobs: []jobs.Job{
 			{ID: 6, Kind: "deliver", Class: "post", State: "completed", Attempt: 2, Machine: "bench-b", Created: printedAt.Add(-5 * time.Hour),
 				Error: "1 findings not posted: GET https://api.github.com/...: 502", Args: json.RawMessage(`{"key": "deliver-1", "class": "post", "request": {}}`)},

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -87,7 +87,7 @@ func TestRequestAndStatus(t *testing.T) {
 	}
 
 	// The machine lock, held by this process, shows in status.
-	unlock, err := nightly.LockMachine(context.Background(), state, false)
+	unlock, err := machinelock.Lock(context.Background(), machinelock.Path(state), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/jobs"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -32,7 +32,7 @@ type statusReport struct {
 	// Machines joined with 'pgbisect daemon'.
 	Machines []store.Machine `json:"machines"`
 	// Machine is this machine's lock holder, when busy.
-	Machine *nightly.Holder `json:"machine_busy_with,omitempty"`
+	Machine *machinelock.Holder `json:"machine_busy_with,omitempty"`
 	// Jobs are the queued and running jobs and the last finished ones.
 	Jobs        []jobs.Job        `json:"jobs"`
 	LastNightly *store.NightlyRun `json:"last_nightly,omitempty"`
@@ -99,7 +99,7 @@ func statusRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	var rep statusReport
-	if h, held, err := nightly.MachineHolder(cfg.StateDir); err == nil && held {
+	if h, held, err := machinelock.HolderOf(machinelock.Path(cfg.StateDir)); err == nil && held {
 		rep.Machine = &h
 	}
 	st, done, err := openResults(ctx, env, cfg)

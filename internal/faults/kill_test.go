@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/internal/machinelock"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -55,6 +55,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The machine lock of each test's state directory, not the host's:
+	// the tests check that a kill leaves it free, which another pgbisect
+	// measuring on this host (a bench test of another package) must not
+	// decide. Children inherit it.
+	os.Setenv(machinelock.Env, "state")
 	os.Exit(m.Run())
 }
 
@@ -68,7 +73,7 @@ func childMain() error {
 		return fmt.Errorf("%s: %w", childArgs, err)
 	}
 	ctx := context.Background()
-	unlock, err := nightly.LockMachine(ctx, dir, true)
+	unlock, err := machinelock.Lock(ctx, machinelock.Path(dir), true)
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,7 @@ func TestKill9AndResume(t *testing.T) {
 			landed++
 			// The kernel released the flock with the process: the machine
 			// is free at once, with no stale lock to clear.
-			unlock, err := nightly.LockMachine(context.Background(), dir, false)
+			unlock, err := machinelock.Lock(context.Background(), machinelock.Path(dir), false)
 			if err != nil {
 				t.Fatalf("after kill %d: %v", landed, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -171,7 +172,12 @@ func (d *Daemon) Class() string { return d.cfg.Class }
 // another machine, or this one restarted, resumes it.
 func (d *Daemon) Run(ctx context.Context) error {
 	st := d.cfg.Store
-	if err := st.JoinMachine(ctx, store.Machine{Name: d.cfg.Machine, Class: d.cfg.Class, PID: os.Getpid()}); err != nil {
+	// A name is one daemon's: a live machine of the same name refuses
+	// this one; a dead host's (no heartbeat for a lease's time) or a
+	// crashed daemon's on this host is taken over.
+	host, _ := os.Hostname()
+	if err := st.JoinMachine(ctx, store.Machine{Name: d.cfg.Machine, Class: d.cfg.Class, Host: host, PID: os.Getpid()},
+		d.cfg.LeaseTTL, processGone); err != nil {
 		return err
 	}
 	if err := d.client.Start(ctx); err != nil {
@@ -361,4 +367,9 @@ func protect(ctx context.Context, fn func(context.Context, app.Sink) error, sink
 		}
 	}()
 	return fn(ctx, sink)
+}
+
+// processGone reports whether no process has pid on this host.
+func processGone(pid int) bool {
+	return pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

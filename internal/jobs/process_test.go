@@ -303,3 +303,26 @@ func TestSIGTERMSnoozes(t *testing.T) {
 	checkSamples(t, simSamples(t, st, id), n)
 	b.stop(t)
 }
+
+// TestDuplicateMachineRefused: a daemon joining under the name of a live
+// machine (another process) exits with an error naming the machine and
+// --machine; once that machine is killed with kill -9 on this host, a
+// daemon restarted under its name takes it over.
+func TestDuplicateMachineRefused(t *testing.T) {
+	st := storetest.Store(t)
+	a := startChild(t, st, "dup-1", "dup")
+	waitFor(t, time.Minute, "dup-1 started", func() bool { return strings.Contains(a.Output(), "daemon started") })
+	b := startChild(t, st, "dup-1", "dup")
+	<-b.done
+	if code := b.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(b.Output(), `machine "dup-1" is live`) ||
+		!strings.Contains(b.Output(), "--machine NAME") {
+		t.Fatalf("second daemon named dup-1 exited %d:\n%s", code, b.Output())
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	c := startChild(t, st, "dup-1", "dup")
+	waitFor(t, time.Minute, "a restarted dup-1 started", func() bool { return strings.Contains(c.Output(), "daemon started") })
+	c.stop(t)
+}

@@ -149,7 +149,7 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 	f.Running, f.RunningEvents = running.ID, jobs.EventsOf(c.Key)
 	f.Machine, f.Idle = "worker-"+strings.ToLower(name), "idle-"+strings.ToLower(name)
 	for _, m := range []string{f.Machine, f.Idle} {
-		if err := st.JoinMachine(ctx, store.Machine{Name: m, Class: class, PID: 4242}); err != nil {
+		if err := st.JoinMachine(ctx, store.Machine{Name: m, Class: class, PID: 4242}, time.Minute, func(int) bool { return true }); err != nil {
 			t.Fatal(err)
 		}
 	}

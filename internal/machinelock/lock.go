@@ -1,4 +1,23 @@
-package nightly
+// Package machinelock is the one machine-wide lock that keeps benchmarks
+// from overlapping: two pgbisect processes, whatever their state
+// directories, never build and measure at the same time.
+//
+// The design choice that matters: the lock is held per job, and a sample
+// takes it too, re-entrantly. A job (a bisection, a comparison, a nightly
+// pass, 'pgbisect run') holds it from its first build to its last sample,
+// because another job's builds and servers disturb its measurements as
+// much as another job's samples would, and an A/B comparison is fair only
+// if nothing else runs during all of it, not just during each sample.
+// Every sample (bench.Runner) takes the same lock as well: inside a job
+// its process already holds it and the sample shares that hold at no cost;
+// outside one (bench used as a library, a test) the sample holds it for its
+// own duration. So there is one file and one rule, and measuring code need
+// not know whether a job is around it.
+//
+// It is an flock(2), released by the kernel however its holder dies; the
+// file names the holder (pid, command line, start) so a busy machine can
+// say who uses it.
+package machinelock
 
 import (
 	"context"
@@ -7,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,29 +34,36 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// LockFile is the name of the machine lock in the state directory, where
-// it is with PGBISECT_MACHINE_LOCK=state.
-const LockFile = "lock"
+// RootPath is the machine lock of a pgbisect running as root.
+const RootPath = "/run/lock/pgbisect-machine.lock"
 
-// DefaultMachineLock is the machine lock: one per machine, so two state
-// directories on one host (two daemons, a daemon and a person's 'pgbisect
-// compare') never benchmark at the same time.
-const DefaultMachineLock = "/run/lock/pgbisect-machine.lock"
+// Env moves the machine lock: a path, or "state" for a lock per state
+// directory (its file StateFile), as tests that run many state directories
+// at once need.
+const Env = "PGBISECT_MACHINE_LOCK"
 
-// MachineLockEnv moves the machine lock: a path, or "state" for a lock per
-// state directory (tests that run many state directories at once).
-const MachineLockEnv = "PGBISECT_MACHINE_LOCK"
+// StateFile is the name of the lock in a state directory, where it is with
+// PGBISECT_MACHINE_LOCK=state.
+const StateFile = "lock"
 
-// MachineLockPath is the path of the machine lock for stateDir.
-func MachineLockPath(stateDir string) string {
-	switch v := os.Getenv(MachineLockEnv); v {
+// Path is the machine lock's file for a process with state directory
+// stateDir: RootPath as root; otherwise one per user, in the temporary
+// directory (a file another user created in /run/lock cannot be opened
+// for writing); or as Env says.
+func Path(stateDir string) string {
+	switch v := os.Getenv(Env); v {
 	case "":
-		if err := os.MkdirAll(filepath.Dir(DefaultMachineLock), 0o755); err != nil {
-			return filepath.Join(os.TempDir(), filepath.Base(DefaultMachineLock))
+		if os.Geteuid() == 0 {
+			if fi, err := os.Stat(filepath.Dir(RootPath)); err == nil && fi.IsDir() {
+				return RootPath
+			}
 		}
-		return DefaultMachineLock
+		return filepath.Join(os.TempDir(), "pgbisect-machine-"+strconv.Itoa(os.Geteuid())+".lock")
 	case "state":
-		return filepath.Join(stateDir, LockFile)
+		if stateDir == "" {
+			return filepath.Join(os.TempDir(), "pgbisect-machine-"+strconv.Itoa(os.Geteuid())+".lock")
+		}
+		return filepath.Join(stateDir, StateFile)
 	default:
 		return v
 	}
@@ -58,7 +85,7 @@ func (h Holder) String() string {
 		h.Started.Local().Format("2006-01-02 15:04:05 MST"), time.Since(h.Started).Round(time.Second))
 }
 
-// BusyError is returned by LockMachine when another process holds the lock
+// BusyError is returned by Lock when another process holds the lock
 // and the caller did not ask to wait.
 type BusyError struct {
 	Path   string
@@ -69,8 +96,8 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("the machine is busy: %s holds %s; benchmarks must not overlap, so wait for it to finish (or pass --wait), or stop it", e.Holder, e.Path)
 }
 
-// lockPoll is how often a waiting LockMachine retries.
-const lockPoll = 500 * time.Millisecond
+// Poll is how often a waiting Lock retries.
+const Poll = 100 * time.Millisecond
 
 // held counts this process's holds of each lock path. flock(2) locks of
 // two open files conflict even within one process, so without it a daemon
@@ -85,35 +112,29 @@ type hold struct {
 	f *flock.Flock
 }
 
-// LockMachine takes the machine lock (MachineLockPath) that keeps benchmarks
-// from overlapping: the daemon holds it while it runs a job, and `pgbisect
-// run`, `compare` and `bisect` hold it while they build and measure. With
-// wait it waits until the lock is free or ctx is done; without, it returns
-// a *BusyError naming the holder. A caller that wants to say "waiting for
-// ..." calls it first without wait, prints the BusyError's Holder, then
-// calls it again with wait.
+// Lock takes the machine lock at path (see Path). With wait it waits until
+// the lock is free or ctx is done; without, it returns a *BusyError naming
+// the holder. A caller that wants to say "waiting for ..." calls it first
+// without wait, prints the BusyError's Holder, then calls it again with
+// wait.
 //
-// The lock is held by this process until unlock is called, and nested calls
-// in one process share it. It is an flock(2) lock, so it is released when
-// the process dies, however it dies.
-func LockMachine(ctx context.Context, stateDir string, wait bool) (unlock func(), err error) {
-	return lockFile(ctx, MachineLockPath(stateDir), wait, true)
+// The lock is held by this process until unlock is called, and nested
+// calls in one process share it: a job's samples share the job's hold.
+func Lock(ctx context.Context, path string, wait bool) (unlock func(), err error) {
+	return lockFile(ctx, path, wait)
 }
 
-// lockFile takes the flock at path. With nested, a second hold by this
-// process shares the first; without, it is refused like any other holder's.
-func lockFile(ctx context.Context, path string, wait, nested bool) (unlock func(), err error) {
+// lockFile takes the flock at path; a second hold by this process shares
+// the first.
+func lockFile(ctx context.Context, path string, wait bool) (unlock func(), err error) {
 	held.Lock()
 	defer held.Unlock()
 	if h := held.m[path]; h != nil {
-		if !nested {
-			return nil, &BusyError{Path: path, Holder: ReadHolder(path)}
-		}
 		h.n++
 		return releaser(path), nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the state directory for the machine lock: %w", err)
+		return nil, fmt.Errorf("creating the directory of the machine lock: %w", err)
 	}
 	f := flock.New(path, flock.SetPermissions(0o644))
 	ok, err := f.TryLock()
@@ -124,13 +145,13 @@ func lockFile(ctx context.Context, path string, wait, nested bool) (unlock func(
 		// Waiting must not hold held's mutex: another goroutine of this
 		// process may be releasing the lock we wait for.
 		held.Unlock()
-		ok, err = f.TryLockContext(ctx, lockPoll)
+		ok, err = f.TryLockContext(ctx, Poll)
 		held.Lock()
 		if err != nil {
 			_ = f.Close()
 			return nil, fmt.Errorf("waiting for the lock %s: %w", path, err)
 		}
-		if h := held.m[path]; h != nil && nested { // taken by this process meanwhile
+		if h := held.m[path]; h != nil { // taken by this process meanwhile
 			_ = f.Close()
 			h.n++
 			return releaser(path), nil
@@ -182,10 +203,10 @@ func ReadHolder(path string) Holder {
 	return h
 }
 
-// MachineHolder reports who holds the machine lock of stateDir, and false
-// when nobody does.
-func MachineHolder(stateDir string) (Holder, bool, error) {
-	return holderOf(MachineLockPath(stateDir))
+// HolderOf reports who holds the machine lock at path, and false when
+// nobody does.
+func HolderOf(path string) (Holder, bool, error) {
+	return holderOf(path)
 }
 
 func holderOf(path string) (Holder, bool, error) {

@@ -1,4 +1,4 @@
-package nightly
+package machinelock
 
 import (
 	"bufio"
@@ -8,30 +8,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestMain lets the test binary act as a second pgbisect process: the
 // machine lock is an flock, which only another process can contend for.
 func TestMain(m *testing.M) {
 	// Tests run many state directories at once: a machine lock for each.
-	os.Setenv(MachineLockEnv, "state")
-	switch os.Getenv("PGBISECT_NIGHTLY_HELPER") {
+	os.Setenv(Env, "state")
+	switch os.Getenv("PGBISECT_LOCK_HELPER") {
 	case "lock":
 		holdLock(os.Getenv("PGBISECT_STATE"))
 		return
 	}
-	storetest.Main(m)
+	os.Exit(m.Run())
 }
 
 // holdLock takes the machine lock, says so on stdout and holds it until
 // stdin is closed.
 func holdLock(stateDir string) {
-	unlock, err := LockMachine(context.Background(), stateDir, false)
+	unlock, err := Lock(context.Background(), Path(stateDir), false)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -46,7 +45,7 @@ func holdLock(stateDir string) {
 func helper(t *testing.T, kind, stateDir string, env ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PGBISECT_NIGHTLY_HELPER="+kind, "PGBISECT_STATE="+stateDir)
+	cmd.Env = append(os.Environ(), "PGBISECT_LOCK_HELPER="+kind, "PGBISECT_STATE="+stateDir)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -85,7 +84,7 @@ func TestLockMachineBusyNamesHolder(t *testing.T) {
 	cmd, out := helper(t, "lock", dir)
 	expectLine(t, out, "locked")
 
-	_, err := LockMachine(context.Background(), dir, false)
+	_, err := Lock(context.Background(), Path(dir), false)
 	var busy *BusyError
 	if !errors.As(err, &busy) {
 		t.Fatalf("LockMachine while another process holds it: %v, want a BusyError", err)
@@ -94,21 +93,21 @@ func TestLockMachineBusyNamesHolder(t *testing.T) {
 		t.Errorf("holder pid %d, want %d", busy.Holder.PID, cmd.Process.Pid)
 	}
 	msg := err.Error()
-	for _, want := range []string{fmt.Sprintf("pid %d", cmd.Process.Pid), "nightly.test", "--wait"} {
+	for _, want := range []string{fmt.Sprintf("pid %d", cmd.Process.Pid), "machinelock.test", "--wait"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("busy message %q does not mention %q", msg, want)
 		}
 	}
-	if h, held, err := MachineHolder(dir); err != nil || !held || h.PID != cmd.Process.Pid {
+	if h, held, err := HolderOf(Path(dir)); err != nil || !held || h.PID != cmd.Process.Pid {
 		t.Errorf("MachineHolder = %+v, %v, %v; want the helper", h, held, err)
 	}
 
 	// Waiting gets the lock once the holder lets go.
 	got := make(chan error, 1)
 	go func() {
-		unlock, err := LockMachine(context.Background(), dir, true)
+		unlock, err := Lock(context.Background(), Path(dir), true)
 		if err == nil {
-			if h, _, _ := MachineHolder(dir); h.PID != os.Getpid() {
+			if h, _, _ := HolderOf(Path(dir)); h.PID != os.Getpid() {
 				err = fmt.Errorf("lock file names pid %d, want %d", h.PID, os.Getpid())
 			}
 			unlock()
@@ -118,7 +117,7 @@ func TestLockMachineBusyNamesHolder(t *testing.T) {
 	select {
 	case err := <-got:
 		t.Fatalf("LockMachine with wait returned %v while the helper held the lock", err)
-	case <-time.After(2 * lockPoll): // not a timing assertion: it must still be waiting
+	case <-time.After(2 * Poll): // not a timing assertion: it must still be waiting
 	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil { // dies; the kernel drops its flock
 		t.Fatal(err)
@@ -126,28 +125,28 @@ func TestLockMachineBusyNamesHolder(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if _, held, _ := MachineHolder(dir); held {
+	if _, held, _ := HolderOf(Path(dir)); held {
 		t.Error("lock still held after unlock")
 	}
 }
 
 func TestLockMachineNestsWithinProcess(t *testing.T) {
 	dir := t.TempDir()
-	u1, err := LockMachine(context.Background(), dir, false)
+	u1, err := Lock(context.Background(), Path(dir), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u2, err := LockMachine(context.Background(), dir, false)
+	u2, err := Lock(context.Background(), Path(dir), false)
 	if err != nil {
-		t.Fatalf("nested LockMachine: %v", err)
+		t.Fatalf("nested Lock: %v", err)
 	}
 	u2()
 	u2() // a second call of one unlock is harmless
-	if _, held, _ := MachineHolder(dir); !held {
+	if _, held, _ := HolderOf(Path(dir)); !held {
 		t.Fatal("inner unlock released the outer hold")
 	}
 	u1()
-	if _, held, _ := MachineHolder(dir); held {
+	if _, held, _ := HolderOf(Path(dir)); held {
 		t.Fatal("lock held after the last unlock")
 	}
 }
@@ -158,7 +157,7 @@ func TestLockMachineWaitCancelled(t *testing.T) {
 	expectLine(t, out, "locked")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := LockMachine(ctx, dir, true); !errors.Is(err, context.Canceled) {
+	if _, err := Lock(ctx, Path(dir), true); !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiting with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -166,17 +165,21 @@ func TestLockMachineWaitCancelled(t *testing.T) {
 // TestMachineLockPerMachine: without PGBISECT_MACHINE_LOCK=state, two
 // state directories share the one machine lock.
 func TestMachineLockPerMachine(t *testing.T) {
-	t.Setenv(MachineLockEnv, filepath.Join(t.TempDir(), "machine.lock"))
+	t.Setenv(Env, filepath.Join(t.TempDir(), "machine.lock"))
 	a, b := t.TempDir(), t.TempDir()
-	if MachineLockPath(a) != MachineLockPath(b) {
-		t.Fatalf("two state directories, two locks: %s, %s", MachineLockPath(a), MachineLockPath(b))
+	if Path(a) != Path(b) {
+		t.Fatalf("two state directories, two locks: %s, %s", Path(a), Path(b))
 	}
-	t.Setenv(MachineLockEnv, "")
-	if got := MachineLockPath(a); got != DefaultMachineLock && got != filepath.Join(os.TempDir(), "pgbisect-machine.lock") {
-		t.Errorf("default machine lock %s", got)
+	t.Setenv(Env, "")
+	want := filepath.Join(os.TempDir(), "pgbisect-machine-"+strconv.Itoa(os.Geteuid())+".lock")
+	if os.Geteuid() == 0 {
+		want = RootPath
 	}
-	t.Setenv(MachineLockEnv, "state")
-	if MachineLockPath(a) == MachineLockPath(b) {
+	if got := Path(a); got != want {
+		t.Errorf("default machine lock %s, want %s", got, want)
+	}
+	t.Setenv(Env, "state")
+	if Path(a) == Path(b) {
 		t.Error("PGBISECT_MACHINE_LOCK=state: one lock for two state directories")
 	}
 }
