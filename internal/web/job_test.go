@@ -57,7 +57,7 @@ func TestJobPage(t *testing.T) {
 		t.Fatalf("job page: %d\n%s", resp.StatusCode, body)
 	}
 	for _, want := range []string{fmt.Sprintf("Job %d: compare", row.ID), `href="/bisections/b-job-page"`,
-		"endpoints: regression +12.0%", `data-job="` + jobs.EventsOf(j.Key) + `"`, "copy-single"} {
+		"endpoints: regression &#43;12.0%", `data-job="` + jobs.EventsOf(j.Key) + `"`, "copy-single"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q:\n%s", want, body)
 		}
