@@ -72,6 +72,10 @@ func NewBuilder(repo *Repo, stateDir string, opts Options, progress io.Writer, l
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// configure is run by its absolute path from the build directory.
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
 	return &Builder{repo: repo, stateDir: stateDir, opts: opts, progress: progress, log: log, memo: map[string]string{}}
 }
 

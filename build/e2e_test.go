@@ -53,13 +53,23 @@ func newE2E(t *testing.T) *e2eFixture {
 	j := &phaseLog{t: t}
 	log := slog.New(slog.NewTextHandler(j, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b := NewBuilder(repo, state, Options{}, j, log)
-	// As the application does: root builds as the servers' user.
-	if proc.IsRoot() {
-		if b.BuildAs, err = proc.LookupUser("postgres"); err != nil {
-			pgsrctest.Unavailable(t, err)
-		}
-	}
+	setBuildAs(t, b)
 	return &e2eFixture{dir: dir, base: base, repo: repo, b: b, state: state, journal: j}
+}
+
+// setBuildAs makes b build as the application does: as root, as the
+// servers' user (postgres), so the shared worktree's build tree always
+// has the same owner.
+func setBuildAs(t testing.TB, b *Builder) {
+	t.Helper()
+	if !proc.IsRoot() {
+		return
+	}
+	u, err := proc.LookupUser("postgres")
+	if err != nil {
+		pgsrctest.Unavailable(t, err)
+	}
+	b.BuildAs = u
 }
 
 // commit adds a deterministic commit to the test's repository.
