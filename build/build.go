@@ -285,7 +285,9 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 	}
 	st := wt.state()
 	if _, err := os.Stat(wt.manifestPath()); err != nil {
-		fresh = true
+		// A new source; fresh only if no build tree is left either
+		// (a migrated worktree keeps its build tree).
+		fresh = !exists(filepath.Join(wt.build(), "config.status")) && !exists(filepath.Join(wt.mesonBuild(), "build.ninja"))
 		st = worktreeState{}
 	}
 	st.Layout = layoutVPATH
