@@ -489,7 +489,7 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 	var err error
 	if dropping(b.BuildAs) {
 		root = filepath.Join(tmp, "install")
-		size, err = copyInstall(staged, root)
+		size, err = copyInstall(staged, root, buildUID(b.BuildAs))
 	} else {
 		size, err = makeReadable(root)
 	}

@@ -84,6 +84,10 @@ func ownedDir(dir string, u *proc.User) (removed bool, err error) {
 // build cannot make root chown anything outside dir. Children go before
 // their directory, so a directory becomes the user's only when nothing
 // under it is left to change; an interrupted run is finished by the next.
+// A file with more than one hard link is left alone: where hard links to
+// other users' files are allowed (fs.protected_hardlinks=0), the build
+// user could otherwise link /etc/shadow into its ccache and have root give
+// it away.
 func chownTree(dir string, u *proc.User) error {
 	if u == nil || !proc.IsRoot() {
 		return nil
@@ -101,6 +105,13 @@ func chownTree(dir string, u *proc.User) error {
 		}
 		if d.IsDir() {
 			dirs = append(dirs, p)
+			return nil
+		}
+		fi, err := root.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) == uid || st.Nlink > 1) {
 			return nil
 		}
 		return root.Lchown(p, uid, gid)
@@ -122,8 +133,11 @@ func chownTree(dir string, u *proc.User) error {
 // in src is read through os.Root, so links cannot make root read outside
 // src. Directories get mode 0755, files 0644 or 0755 (executable), never
 // setuid or setgid; symbolic links are copied as links; anything else
-// (devices, fifos, sockets) is an error. It returns the bytes copied.
-func copyInstall(src, dst string) (int64, error) {
+// (devices, fifos, sockets) is an error, and so is a file that is not the
+// build user's (uid): root copies nothing the build user could not read
+// itself, such as a hard link to a root-only file. It returns the bytes
+// copied.
+func copyInstall(src, dst string, uid int) (int64, error) {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return 0, err
@@ -148,7 +162,7 @@ func copyInstall(src, dst string) (int64, error) {
 			}
 			return os.Symlink(target, to)
 		case d.Type().IsRegular():
-			n, err := copyFileFrom(root, p, to)
+			n, err := copyFileFrom(root, p, to, uid)
 			size += n
 			return err
 		default:
@@ -161,10 +175,11 @@ func copyInstall(src, dst string) (int64, error) {
 	return size, nil
 }
 
-// copyFileFrom copies the regular file p of root to the new file to, with
-// mode 0644 or, when any execute bit is set, 0755.
-func copyFileFrom(root *os.Root, p, to string) (int64, error) {
-	in, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// copyFileFrom copies the regular file p of root, owned by uid, to the new
+// file to, with mode 0644 or, when any execute bit is set, 0755.
+func copyFileFrom(root *os.Root, p, to string, uid int) (int64, error) {
+	// O_NONBLOCK: a fifo swapped in after the walk must not block root.
+	in, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -175,6 +190,9 @@ func copyFileFrom(root *os.Root, p, to string) (int64, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%s: not a regular file", p)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return 0, fmt.Errorf("%s: not a file of the build user's (uid %d)", p, uid)
 	}
 	mode := os.FileMode(0o644)
 	if fi.Mode().Perm()&0o111 != 0 {

@@ -187,18 +187,25 @@ func TestOwnedDirAndChownTree(t *testing.T) {
 	if got := owner(t, outside); got != 0 {
 		t.Errorf("chownTree followed a link out of the tree: %s is owned by %d", outside, got)
 	}
+	// A hard link to root's file is not given away.
+	if err := os.Link(outside, filepath.Join(ccache, "a", "hard")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chownTree(ccache, u); err != nil {
+		t.Fatal(err)
+	}
+	if got := owner(t, outside); got != 0 {
+		t.Errorf("chownTree gave away a hard-linked file: %s is owned by %d", outside, got)
+	}
 }
 
 // TestCopyInstall: the staged install becomes root's, without setuid bits,
 // with links kept as links, and anything else refused.
 func TestCopyInstall(t *testing.T) {
-	buildUser(t)
+	u := buildUser(t)
 	d := reachableDir(t)
 	stage := filepath.Join(d, "stage")
 	writeFiles(t, stage, map[string]string{"bin/postgres": "ELF", "lib/libpq.so.5.15": "lib", "share/x.sample": "s"})
-	if err := os.Chmod(filepath.Join(stage, "bin/postgres"), 0o4775); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Chmod(filepath.Join(stage, "share/x.sample"), 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +215,14 @@ func TestCopyInstall(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(stage, "etc")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Lchown(filepath.Join(stage, "bin/postgres"), 101, 101); err != nil {
+	if err := chownTree(stage, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(stage, "bin/postgres"), 0o4775); err != nil { // after the chown, which clears it
 		t.Fatal(err)
 	}
 	dst := filepath.Join(d, "install")
-	size, err := copyInstall(stage, dst)
+	size, err := copyInstall(stage, dst, int(u.UID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +248,22 @@ func TestCopyInstall(t *testing.T) {
 		t.Error("a link to a directory outside was copied as a directory")
 	}
 
+	// A hard link to a file that is not the build user's (what
+	// fs.protected_hardlinks=0 would allow) is not copied.
+	secret := filepath.Join(d, "secret")
+	writeFiles(t, d, map[string]string{"secret": "root only"})
+	if err := os.Link(secret, filepath.Join(stage, "share/secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := copyInstall(stage, filepath.Join(d, "install2"), int(u.UID)); err == nil || !strings.Contains(err.Error(), "share/secret") {
+		t.Errorf("copy of an install holding root's file: %v", err)
+	}
+	os.Remove(filepath.Join(stage, "share/secret"))
+
 	if err := syscall.Mkfifo(filepath.Join(stage, "bin/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := copyInstall(stage, filepath.Join(d, "install2")); err == nil || !strings.Contains(err.Error(), "bin/fifo") {
+	if _, err := copyInstall(stage, filepath.Join(d, "install3"), int(u.UID)); err == nil || !strings.Contains(err.Error(), "bin/fifo") {
 		t.Errorf("copy of an install with a fifo: %v", err)
 	}
 }
