@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -54,8 +55,10 @@ type worktreeState struct {
 	Layout string `json:",omitempty"`
 }
 
-// layoutVPATH marks a worktree whose source is built out of tree.
-const layoutVPATH = "vpath"
+// layoutVPATH marks a worktree whose source is built out of tree, written
+// with one modification time per checkout ("vpath" worktrees were not, and
+// are written again).
+const layoutVPATH = "vpath2"
 
 func (w *worktree) state() worktreeState {
 	var s worktreeState
@@ -216,6 +219,14 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 		removeEmptyParents(w.src(), filepath.Dir(full))
 	}
+	// Every file written by one checkout gets the same modification time.
+	// Trees imported from release tarballs track generated files (bison
+	// and flex outputs, sql_help.h) beside their inputs; written one after
+	// the other, an input would look newer than its output, and make would
+	// regenerate the output where it found it: in the source, which the
+	// build user cannot write. Files written together look as old as each
+	// other, and newer than anything built before.
+	stamp := time.Now()
 	for i, p := range writes {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -224,6 +235,11 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 		if err := writeEntry(repo, w.src(), p, target[p]); err != nil {
 			return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+		}
+		if target[p].mode != filemode.Symlink {
+			if err := os.Chtimes(filepath.Join(w.src(), filepath.FromSlash(p)), stamp, stamp); err != nil {
+				return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+			}
 		}
 	}
 	if err := writeManifest(w.manifestPath(), target); err != nil {
