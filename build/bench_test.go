@@ -27,6 +27,7 @@ func BenchmarkFullBuild(b *testing.B) {
 		}
 		os.Chmod(state, 0o755)
 		builder := NewBuilder(f.repo, state, Options{}, nil, nil)
+		setBuildAs(b, builder)
 		start := time.Now()
 		if _, err := builder.Build(context.Background(), f.base); err != nil {
 			b.Fatal(err)
@@ -72,6 +73,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// A new builder each time: no in-memory key memo helps.
 		nb := NewBuilder(f.repo, f.state, Options{}, nil, nil)
+		setBuildAs(b, nb)
 		if _, err := nb.Build(context.Background(), f.base); err != nil {
 			b.Fatal(err)
 		}
@@ -100,5 +102,7 @@ func benchFixture(b *testing.B) *benchFix {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchFix{dir: dir, base: base, state: state, repo: repo, b: NewBuilder(repo, state, Options{}, nil, nil)}
+	bb := NewBuilder(repo, state, Options{}, nil, nil)
+	setBuildAs(b, bb)
+	return &benchFix{dir: dir, base: base, state: state, repo: repo, b: bb}
 }

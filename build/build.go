@@ -137,7 +137,7 @@ func (b *Builder) buildTimed(ctx context.Context, key Key, tree Tree, o Options,
 
 // preflight checks, once per builder and build system, that the tools are
 // there and that the state directory will be reachable by an unprivileged
-// server user.
+// server user, and makes the ccache directory the build user's.
 func (b *Builder) preflight(ctx context.Context, o Options) error {
 	b.mu.Lock()
 	ok := b.toolsOK && (!o.Meson || b.mesonOK)
@@ -153,6 +153,15 @@ func (b *Builder) preflight(ctx context.Context, o Options) error {
 	}
 	if err := checkReachable(b.stateDir); err != nil {
 		return err
+	}
+	// ccache runs as the build user. An earlier pgbisect (or one with
+	// another run_as) left files of root's in it: they become the build
+	// user's, so that ccache can update them.
+	if err := os.MkdirAll(b.ccacheDir(), 0o755); err != nil {
+		return fmt.Errorf("ccache directory: %w", err)
+	}
+	if err := chownTree(b.ccacheDir(), b.BuildAs); err != nil {
+		return fmt.Errorf("ccache directory: %w", err)
 	}
 	b.mu.Lock()
 	b.toolsOK = true
@@ -185,7 +194,7 @@ func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *
 		return nil, err
 	}
 	logPath := filepath.Join(b.logsDir(), fmt.Sprintf("%s-%s-%s.log", commit.Short(), o.Hash(), time.Now().UTC().Format("20060102T150405.000")))
-	s, err := newSession(commit.Hash, logPath, b.progress)
+	s, err := newSession(commit.Hash, logPath, b.progress, b.BuildAs)
 	if err != nil {
 		return nil, err
 	}
@@ -235,9 +244,10 @@ func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *
 	return inst, nil
 }
 
-// clean prepares a clean rebuild: every tracked file is written again from
-// git (undoing anything a build regenerated in the source tree) and the
-// build products are removed, but configure's results are kept when its
+// clean prepares a clean rebuild: every tracked file is checked against
+// git and written again where it differs (the build user cannot write the
+// source, but pgbisect before out-of-tree builds could) and the build
+// products are removed, but configure's results are kept when its
 // inputs have not changed, since configure is the slowest step on small
 // machines. If cleaning fails the worktree is recreated from nothing.
 func (b *Builder) clean(ctx context.Context, s *session, wt *worktree, o Options) error {
@@ -245,9 +255,9 @@ func (b *Builder) clean(ctx context.Context, s *session, wt *worktree, o Options
 	if err := wt.rewriteAll(); err == nil {
 		var cerr error
 		if o.Meson {
-			cerr = s.run(ctx, "clean", filepath.Join(wt.dir, "meson-build"), b.env(), "ninja", "clean")
+			cerr = s.run(ctx, "clean", wt.mesonBuild(), b.env(), "ninja", "clean")
 		} else {
-			cerr = s.run(ctx, "clean", wt.src(), b.env(), "make", "clean")
+			cerr = s.run(ctx, "clean", wt.build(), b.env(), "make", "clean")
 		}
 		if cerr == nil {
 			return nil
@@ -268,11 +278,19 @@ func (b *Builder) clean(ctx context.Context, s *session, wt *worktree, o Options
 // failure cannot be blamed on leftovers).
 func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit string, o Options) (fresh bool, err error) {
 	s.setPhase("checkout")
+	if migrated, err := wt.migrate(); err != nil {
+		return false, fmt.Errorf("moving worktree %s to out-of-tree builds: %w", wt.dir, err)
+	} else if migrated {
+		s.note("the worktree was built in place by an earlier pgbisect: its source is written afresh and built out of tree from now on")
+	}
 	st := wt.state()
 	if _, err := os.Stat(wt.manifestPath()); err != nil {
-		fresh = true
+		// A new source; fresh only if no build tree is left either
+		// (a migrated worktree keeps its build tree).
+		fresh = !exists(filepath.Join(wt.build(), "config.status")) && !exists(filepath.Join(wt.mesonBuild(), "build.ninja"))
 		st = worktreeState{}
 	}
+	st.Layout = layoutVPATH
 	n, err := wt.checkout(ctx, b.repo, commit)
 	if err != nil {
 		return fresh, err
@@ -282,33 +300,32 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 	if err := wt.saveState(st); err != nil {
 		return fresh, err
 	}
-	src := wt.src()
 	if o.Meson {
 		return fresh, b.compileMeson(ctx, s, wt, commit, o)
 	}
-	if _, err := os.Stat(filepath.Join(src, "configure")); err != nil {
+	if _, err := os.Stat(filepath.Join(wt.src(), "configure")); err != nil {
 		return fresh, &Error{Commit: commit, Phase: "configure", LogPath: s.logPath, Tail: "no configure script in this tree\n",
 			Err: errors.New("the tree has no configure script: build it with meson (build.meson: true)")}
+	}
+	removed, err := ownedDir(wt.build(), b.BuildAs)
+	if err != nil {
+		return fresh, fmt.Errorf("build directory: %w", err)
+	}
+	if removed {
+		s.note("%s belonged to another user than the one builds run as: removed, configuring afresh", wt.build())
 	}
 	cfg, err := b.configHash(commit, o)
 	if err != nil {
 		return fresh, err
 	}
-	if st.Configured != cfg || !exists(filepath.Join(src, "config.status")) || !exists(filepath.Join(src, "src", "Makefile.global")) {
+	if st.Configured != cfg || !exists(filepath.Join(wt.build(), "config.status")) || !exists(filepath.Join(wt.build(), "src", "Makefile.global")) {
 		s.setPhase("configure")
 		st.Configured = ""
 		if err := wt.saveState(st); err != nil {
 			return fresh, err
 		}
-		args := []string{"--prefix=" + installPrefix, "--enable-depend"}
-		args = append(args, o.Configure...)
-		if cflags := o.configureCFLAGS(); cflags != "" {
-			args = append(args, "CFLAGS="+cflags)
-		}
-		if c := ccache(); c != "" {
-			args = append(args, "CC="+c+" gcc")
-		}
-		if err := s.run(ctx, "configure", src, b.env(), "./configure", args...); err != nil {
+		c := configureCommand(wt, o, ccache())
+		if err := s.run(ctx, "configure", c.dir, b.env(), c.name, c.args...); err != nil {
 			return fresh, err
 		}
 		st.Configured = cfg
@@ -317,7 +334,44 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 		}
 	}
 	s.setPhase("make")
-	return fresh, s.run(ctx, "make", src, b.env(), "make", "-j", fmt.Sprint(o.jobs()), rpathdir)
+	c := makeCommand(wt, o)
+	return fresh, s.run(ctx, "make", c.dir, b.env(), c.name, c.args...)
+}
+
+// command is a build command: what runs, with which arguments, where.
+type command struct {
+	dir  string
+	name string
+	args []string
+}
+
+// configureCommand is the configure of a VPATH build: the source's
+// configure script run in the build directory, so that nothing is written
+// into the source. cc is the ccache command ("" without ccache).
+func configureCommand(wt *worktree, o Options, cc string) command {
+	args := []string{"--prefix=" + installPrefix, "--enable-depend"}
+	args = append(args, o.Configure...)
+	if cflags := o.configureCFLAGS(); cflags != "" {
+		args = append(args, "CFLAGS="+cflags)
+	}
+	if cc != "" {
+		args = append(args, "CC="+cc+" gcc")
+	}
+	return command{dir: wt.build(), name: filepath.Join(wt.src(), "configure"), args: args}
+}
+
+// makeCommand compiles in the build directory.
+func makeCommand(wt *worktree, o Options) command {
+	return command{dir: wt.build(), name: "make", args: []string{"-j", fmt.Sprint(o.jobs()), rpathdir}}
+}
+
+// installCommand installs the build below destdir (DESTDIR), which
+// receives installPrefix's tree.
+func installCommand(wt *worktree, o Options, destdir string) command {
+	if o.Meson {
+		return command{dir: wt.mesonBuild(), name: "meson", args: []string{"install", "--no-rebuild", "--quiet", "--destdir", destdir}}
+	}
+	return command{dir: wt.build(), name: "make", args: []string{"-j", fmt.Sprint(o.jobs()), "install", "DESTDIR=" + destdir, rpathdir}}
 }
 
 func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, commit string, o Options) error {
@@ -326,7 +380,14 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 		return &Error{Commit: commit, Phase: "meson", LogPath: s.logPath, Tail: "no meson.build in this tree\n",
 			Err: errors.New("the tree has no meson.build (PostgreSQL before 16 builds only with configure): set build.meson to false")}
 	}
-	bdir := filepath.Join(wt.dir, "meson-build")
+	bdir := wt.mesonBuild()
+	removed, err := ownedDir(bdir, b.BuildAs)
+	if err != nil {
+		return fmt.Errorf("build directory: %w", err)
+	}
+	if removed {
+		s.note("%s belonged to another user than the one builds run as: removed, setting up afresh", bdir)
+	}
 	if !exists(filepath.Join(bdir, "build.ninja")) {
 		s.setPhase("meson setup")
 		args := []string{"setup", "--prefix=" + installPrefix, "-Drpath=false"}
@@ -339,6 +400,7 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 		if cargs := o.mesonCArgs(); cargs != "" {
 			args = append(args, "-Dc_args="+cargs)
 		}
+		// bdir exists (empty, the build user's); meson setup accepts that.
 		args = append(args, bdir, src)
 		env := append(b.env(), "LDFLAGS=-Wl,-rpath,$ORIGIN/../lib")
 		if c := ccache(); c != "" {
@@ -354,9 +416,21 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 }
 
 // env is the environment of build commands: ccache keeps its cache in the
-// state directory, so clean rebuilds and other worktrees reuse objects.
+// state directory, so clean rebuilds and other worktrees reuse objects;
+// CCACHE_BASEDIR makes the worktrees' absolute paths relative in ccache's
+// hashes, so the same file compiled in two worktrees is one cache entry.
+// A build run as another user gets that user's HOME, USER and LOGNAME
+// instead of pgbisect's.
 func (b *Builder) env() []string {
-	return []string{"CCACHE_DIR=" + filepath.Join(b.stateDir, "ccache"), "LC_ALL=C"}
+	env := []string{
+		"CCACHE_DIR=" + b.ccacheDir(),
+		"CCACHE_BASEDIR=" + filepath.Join(b.stateDir, "worktrees"),
+		"LC_ALL=C",
+	}
+	if u := b.BuildAs; u != nil && dropping(u) {
+		env = append(env, "HOME="+u.Home, "USER="+u.Name, "LOGNAME="+u.Name)
+	}
+	return env
 }
 
 // configHash hashes the configure inputs of commit's tree and the options.
@@ -382,8 +456,15 @@ func (b *Builder) configHash(commit string, o Options) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
-// install installs the build into a temporary directory and renames it
-// into the cache, so the cache never holds a partial install.
+// install installs the build into a temporary directory and moves it
+// into the cache, so the cache never holds a partial install. The build
+// user installs into a staging directory of its own; when that is not
+// pgbisect's user, pgbisect copies the staged tree into a directory it
+// owns (copyInstall), so no build can change a cached install later.
+//
+//	builds/.tmp/<key>/          pgbisect's; removed afterwards
+//	builds/.tmp/<key>/stage/    DESTDIR, the build user's
+//	builds/.tmp/<key>/install/  pgbisect's copy, renamed to builds/<key>
 func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time, o Options) (*Install, error) {
 	s.setPhase("install")
 	tmp := filepath.Join(b.tmpDir(), key.ID)
@@ -394,19 +475,24 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	if o.Meson {
-		err := s.run(ctx, "install", filepath.Join(wt.dir, "meson-build"), b.env(), "meson", "install", "--no-rebuild", "--quiet", "--destdir", tmp)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		err := s.run(ctx, "install", wt.src(), b.env(), "make", "-j", fmt.Sprint(o.jobs()), "install", "DESTDIR="+tmp, rpathdir)
-		if err != nil {
-			return nil, err
-		}
+	stage := filepath.Join(tmp, "stage")
+	if _, err := ownedDir(stage, b.BuildAs); err != nil {
+		return nil, err
 	}
-	root := filepath.Join(tmp, strings.TrimPrefix(installPrefix, "/"))
-	size, err := makeReadable(root)
+	c := installCommand(wt, o, stage)
+	if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
+		return nil, err
+	}
+	staged := filepath.Join(stage, strings.TrimPrefix(installPrefix, "/"))
+	root := staged
+	var size int64
+	var err error
+	if dropping(b.BuildAs) {
+		root = filepath.Join(tmp, "install")
+		size, err = copyInstall(staged, root, buildUID(b.BuildAs))
+	} else {
+		size, err = makeReadable(root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("install of %s: %w", commit.Short(), err)
 	}

@@ -7,18 +7,21 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
 // Builder builds commits of one repository with one set of options into
 // the build cache under a state directory:
 //
-//	stateDir/worktrees/<options hash>/   a persistent worktree per tree options (ForTree)
+//	stateDir/worktrees/<options hash>/   a persistent worktree per tree options (ForTree):
+//	                                     src/ (pgbisect's) built in build/ (BuildAs's)
 //	stateDir/builds/<key>/               one install per key (bin/, lib/, share/)
 //	stateDir/builds/.tmp/<key>/          an install being made (renamed into place)
 //	stateDir/builds/.failed/<key>.json   a recorded build failure
 //	stateDir/builds/.locks/<key>.lock    per-key locks (the worktree's is beside it)
 //	stateDir/logs/                       build logs
-//	stateDir/ccache/                     ccache's cache, shared by all worktrees
+//	stateDir/ccache/                     ccache's cache, shared by all worktrees (BuildAs's)
 //
 // Builders in several processes may share a state directory: the worktree
 // and every key are protected by file locks.
@@ -28,6 +31,13 @@ type Builder struct {
 	opts     Options
 	progress io.Writer
 	log      *slog.Logger
+
+	// BuildAs is the user that configure, make and make install run as
+	// when pgbisect is root: the commit being built is arbitrary code.
+	// The application sets it to run_as, the user the built server runs
+	// as anyway. nil, or pgbisect not root: they run as pgbisect's own
+	// user. See owner.go and docs/build.md.
+	BuildAs *proc.User
 
 	// Retry makes Build try again a commit that failed before, instead of
 	// returning the recorded failure.
@@ -61,6 +71,10 @@ func NewBuilder(repo *Repo, stateDir string, opts Options, progress io.Writer, l
 	}
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// configure is run by its absolute path from the build directory.
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
 	}
 	return &Builder{repo: repo, stateDir: stateDir, opts: opts, progress: progress, log: log, memo: map[string]string{}}
 }
@@ -97,6 +111,7 @@ func (b *Builder) locksDir() string  { return filepath.Join(b.stateDir, "builds"
 func (b *Builder) failedDir() string { return filepath.Join(b.stateDir, "builds", ".failed") }
 func (b *Builder) tmpDir() string    { return filepath.Join(b.stateDir, "builds", ".tmp") }
 func (b *Builder) logsDir() string   { return filepath.Join(b.stateDir, "logs") }
+func (b *Builder) ccacheDir() string { return filepath.Join(b.stateDir, "ccache") }
 func (b *Builder) prefix(id string) string {
 	return filepath.Join(b.buildsDir(), id)
 }

@@ -52,7 +52,24 @@ func newE2E(t *testing.T) *e2eFixture {
 	}
 	j := &phaseLog{t: t}
 	log := slog.New(slog.NewTextHandler(j, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return &e2eFixture{dir: dir, base: base, repo: repo, b: NewBuilder(repo, state, Options{}, j, log), state: state, journal: j}
+	b := NewBuilder(repo, state, Options{}, j, log)
+	setBuildAs(t, b)
+	return &e2eFixture{dir: dir, base: base, repo: repo, b: b, state: state, journal: j}
+}
+
+// setBuildAs makes b build as the application does: as root, as the
+// servers' user (postgres), so the shared worktree's build tree always
+// has the same owner.
+func setBuildAs(t testing.TB, b *Builder) {
+	t.Helper()
+	if !proc.IsRoot() {
+		return
+	}
+	u, err := proc.LookupUser("postgres")
+	if err != nil {
+		pgsrctest.Unavailable(t, err)
+	}
+	b.BuildAs = u
 }
 
 // commit adds a deterministic commit to the test's repository.
@@ -368,4 +385,71 @@ func checkServer(t *testing.T, inst *Install, want string) {
 		t.Errorf("SELECT version() = %q, want %q", out, want)
 	}
 	_ = io.Discard
+}
+
+// TestBuildRunsAsBuildUser builds a commit whose Makefile records, while
+// make runs, the uid it runs as and tries to write into the source tree.
+// As root, make must run as BuildAs (postgres), the source must stay
+// unwritten, the objects must be the build user's, and the cached install
+// root's, writable by nobody else. The commit's cache entry is removed
+// first, so every run builds (incrementally, in the shared worktree).
+func TestBuildRunsAsBuildUser(t *testing.T) {
+	f := newE2E(t)
+	ctx := context.Background()
+	mk := "src/backend/commands/Makefile"
+	c := f.commit(t, "commands/Makefile: record who runs make", 5, map[string]func(string) (string, error){
+		mk: appendLine("$(shell id -u > $(abs_top_builddir)/pgbisect-make-uid)\n" +
+			"$(shell touch $(abs_top_srcdir)/pgbisect-srcdir-write 2>/dev/null)"),
+		"src/backend/commands/copyfrom.c": appendLine("/* pgbisect e2e: built as the build user */"),
+	})
+	key, err := f.b.Key(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(f.state, "builds", key.ID)) // from an earlier run
+	tree, err := readTree(f.repo, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := f.b.worktreeFor(f.b.opts.ForTree(tree))
+	os.Remove(filepath.Join(wt.build(), "pgbisect-make-uid"))
+	f.b.Retry = true // a failure recorded by an earlier run must not hide this build
+	inst, err := f.b.Build(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := os.Geteuid()
+	if proc.IsRoot() {
+		want = int(f.b.BuildAs.UID)
+	}
+	data, err := os.ReadFile(filepath.Join(wt.build(), "pgbisect-make-uid"))
+	if err != nil {
+		t.Fatalf("the Makefile's record of make's uid: %v", err)
+	}
+	if got := strings.TrimSpace(string(data)); got != fmt.Sprint(want) {
+		t.Errorf("make ran as uid %s, want %d", got, want)
+	}
+	if uid, err := ownerOf(filepath.Join(wt.build(), "src/backend/commands/copyfrom.o")); err != nil || uid != want {
+		t.Errorf("copyfrom.o is owned by uid %d (%v), want %d", uid, err, want)
+	}
+	if exists(filepath.Join(wt.src(), "src/backend/commands/copyfrom.o")) {
+		t.Error("an object file was written into the source tree: not a VPATH build")
+	}
+	if proc.IsRoot() {
+		if exists(filepath.Join(wt.src(), "pgbisect-srcdir-write")) {
+			t.Error("make, as the build user, could write into the source tree")
+		}
+		for _, p := range []string{"bin/postgres", "bin", "lib", "share/postgresql/postgresql.conf.sample"} {
+			full := filepath.Join(inst.Prefix, p)
+			fi, err := os.Lstat(full)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				continue
+			}
+			if uid, _ := ownerOf(full); uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+				t.Errorf("cached %s: uid %d, mode %v; want root's, writable by root only", p, uid, fi.Mode())
+			}
+		}
+	}
+	checkServer(t, inst, "PostgreSQL 15.")
 }

@@ -25,6 +25,7 @@ const tailLines = 40
 type session struct {
 	commit  string
 	logPath string
+	as      *proc.User // who the commands run as (see proc.Command)
 	log     *os.File
 	out     io.Writer
 
@@ -36,12 +37,12 @@ type session struct {
 	done       chan struct{}
 }
 
-func newSession(commit, logPath string, progress io.Writer) (*session, error) {
+func newSession(commit, logPath string, progress io.Writer, as *proc.User) (*session, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("build log: %w", err)
 	}
-	s := &session{commit: commit, logPath: logPath, log: f, out: progress, start: time.Now(),
+	s := &session{commit: commit, logPath: logPath, as: as, log: f, out: progress, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.tick()
 	return s, nil
@@ -92,11 +93,13 @@ func (s *session) close() {
 	s.log.Close()
 }
 
-// run runs a command in dir with its output appended to the log. On
+// run runs a command in dir, as s.as, with its output appended to the log. On
 // failure it returns a *Error for phase (a cancelled context is returned as
 // the context's error instead, never as a build failure).
 func (s *session) run(ctx context.Context, phase, dir string, env []string, name string, args ...string) error {
-	cmd := proc.Command(ctx, nil, name, args...)
+	// As the build user when pgbisect is root (proc.Command drops the
+	// supplementary groups too).
+	cmd := proc.Command(ctx, s.as, name, args...)
 	cmd.Dir = dir
 	// Die with pgbisect even when it is killed outright; killStrays
 	// handles the grandchildren.

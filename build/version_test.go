@@ -176,7 +176,7 @@ fi
 	want := []string{
 		"meson dir=" + wt + " LDFLAGS=-Wl,-rpath,$ORIGIN/../lib args=setup --prefix=/pgbisect -Drpath=false -Dcassert=true -Dc_args=-O1 " + bdir + " " + filepath.Join(wt, "src"),
 		"ninja dir=" + bdir + " LDFLAGS= args=-j 3",
-		"meson dir=" + bdir + " LDFLAGS= args=install --no-rebuild --quiet --destdir " + filepath.Join(state, "builds", ".tmp", key.ID),
+		"meson dir=" + bdir + " LDFLAGS= args=install --no-rebuild --quiet --destdir " + filepath.Join(state, "builds", ".tmp", key.ID, "stage"),
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

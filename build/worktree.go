@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -19,10 +20,16 @@ import (
 
 // worktree is the persistent build directory of one set of options:
 //
-//	dir/src          the checked-out source, built in place
+//	dir/src          the checked-out source, written by pgbisect only
+//	dir/build        configure's and make's build tree (a VPATH build)
+//	dir/meson-build  meson's build tree
 //	dir/manifest     "mode hash path" of every file written from git
 //	dir/pending      paths being rewritten; present only mid-checkout
 //	dir/state.json   what was configured and built there
+//
+// The source is never built in place: configure and make run in dir/build
+// as the build user (Builder.BuildAs), who may not write dir/src. See
+// owner.go for who owns what.
 //
 // Files are written from git objects, never by a full checkout, so that a
 // switch between commits touches only the files that differ and make
@@ -32,6 +39,8 @@ type worktree struct {
 }
 
 func (w *worktree) src() string          { return filepath.Join(w.dir, "src") }
+func (w *worktree) build() string        { return filepath.Join(w.dir, "build") }
+func (w *worktree) mesonBuild() string   { return filepath.Join(w.dir, "meson-build") }
 func (w *worktree) manifestPath() string { return filepath.Join(w.dir, "manifest") }
 func (w *worktree) pendingPath() string  { return filepath.Join(w.dir, "pending") }
 func (w *worktree) statePath() string    { return filepath.Join(w.dir, "state.json") }
@@ -41,7 +50,15 @@ type worktreeState struct {
 	Commit     string // commit whose files are in src
 	Configured string // configure inputs+options hash configure last succeeded with; "" = not configured
 	Built      string // commit whose build last succeeded
+	// Layout is layoutVPATH for worktrees built out of tree; "" for those
+	// an earlier pgbisect configured and built in src.
+	Layout string `json:",omitempty"`
 }
+
+// layoutVPATH marks a worktree whose source is built out of tree, written
+// with one modification time per checkout ("vpath" worktrees were not, and
+// are written again).
+const layoutVPATH = "vpath2"
 
 func (w *worktree) state() worktreeState {
 	var s worktreeState
@@ -59,12 +76,53 @@ func (w *worktree) saveState(s worktreeState) error {
 
 // reset removes everything so the next checkout starts afresh.
 func (w *worktree) reset() error {
+	if err := w.resetSource(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(w.build()); err != nil {
+		return err
+	}
+	return os.RemoveAll(w.mesonBuild())
+}
+
+// resetSource removes the source and what records it, keeping the build
+// trees, so the next checkout writes every file afresh.
+func (w *worktree) resetSource() error {
 	for _, p := range []string{w.statePath(), w.manifestPath(), w.pendingPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	return os.RemoveAll(w.src())
+}
+
+// migrate brings a worktree of an earlier pgbisect to the out-of-tree
+// layout. Such a worktree was configured and built in src as root: its
+// objects, generated files and config.status are in src, where a VPATH
+// make would take them for up to date and PostgreSQL's configure refuses
+// to run ("source directory already configured"). "make distclean" would
+// run the commit's own Makefile as root, so the source is removed
+// instead and the next checkout writes it afresh (a few seconds); an old
+// meson-build, which root owned, goes too. The caller holds the worktree
+// lock. It reports whether it changed anything.
+func (w *worktree) migrate() (bool, error) {
+	st := w.state()
+	inTree := exists(filepath.Join(w.src(), "config.status")) || exists(filepath.Join(w.src(), "GNUmakefile"))
+	if st.Layout == layoutVPATH && !inTree {
+		return false, nil
+	}
+	if !inTree && !exists(w.src()) && !exists(w.mesonBuild()) {
+		return false, nil // nothing there yet
+	}
+	if err := w.resetSource(); err != nil {
+		return false, err
+	}
+	if st.Layout != layoutVPATH {
+		if err := os.RemoveAll(w.mesonBuild()); err != nil {
+			return false, err
+		}
+	}
+	return true, w.saveState(worktreeState{Layout: layoutVPATH})
 }
 
 // rewriteAll makes the next checkout check every tracked file against git
@@ -161,6 +219,14 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 		removeEmptyParents(w.src(), filepath.Dir(full))
 	}
+	// Every file written by one checkout gets the same modification time.
+	// Trees imported from release tarballs track generated files (bison
+	// and flex outputs, sql_help.h) beside their inputs; written one after
+	// the other, an input would look newer than its output, and make would
+	// regenerate the output where it found it: in the source, which the
+	// build user cannot write. Files written together look as old as each
+	// other, and newer than anything built before.
+	stamp := time.Now()
 	for i, p := range writes {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -169,6 +235,11 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 		if err := writeEntry(repo, w.src(), p, target[p]); err != nil {
 			return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+		}
+		if target[p].mode != filemode.Symlink {
+			if err := os.Chtimes(filepath.Join(w.src(), filepath.FromSlash(p)), stamp, stamp); err != nil {
+				return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+			}
 		}
 	}
 	if err := writeManifest(w.manifestPath(), target); err != nil {

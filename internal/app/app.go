@@ -179,6 +179,13 @@ func (a *App) openBuilder(ctx context.Context, source string, w io.Writer) (*bui
 		return nil, nil, err
 	}
 	b := build.NewBuilder(repo, a.opts.StateDir, a.opts.Build, w, a.log)
+	// The commits built are arbitrary code: as root, they are built as
+	// run_as, the user their servers run as anyway (never db_run_as).
+	if proc.IsRoot() {
+		if b.BuildAs, err = proc.LookupUser(a.opts.RunAs); err != nil {
+			return nil, nil, err
+		}
+	}
 	// Every build of every operation is bounded.
 	b.Timeout = a.opts.BuildTimeout
 	if a.results != nil {

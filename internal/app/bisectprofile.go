@@ -219,5 +219,6 @@ func bisectFramePointers(on bool, sink Sink, log *slog.Logger, repo *build.Repo,
 	}
 	fb := build.NewBuilder(repo, stateDir, b.Options().WithFramePointers(), newLineWriter(sink, KindBuildStep), log)
 	fb.Timeout = b.Timeout
+	fb.BuildAs = b.BuildAs
 	return fb
 }

@@ -36,8 +36,9 @@ type Config struct {
 	// $XDG_STATE_HOME/pgbisect (~/.local/state/pgbisect). PGBISECT_STATE
 	// overrides the file.
 	StateDir string `yaml:"state_dir"`
-	// RunAs is the unprivileged user that runs initdb, the server and the
-	// client tools when pgbisect runs as root. Default: postgres.
+	// RunAs is the unprivileged user that builds the commits (configure,
+	// make) and runs initdb, the server and the client tools when pgbisect
+	// runs as root. Default: postgres.
 	RunAs string `yaml:"run_as"`
 	// DBRunAs is the user that runs the private results cluster when
 	// pgbisect is root. It must differ from RunAs, so that a benchmark's
