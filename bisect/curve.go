@@ -334,7 +334,9 @@ func (s *State) finishCurve(now time.Time) {
 
 // recordCurve is Record for a bisection of several points.
 func (s *State) recordCurve(act Action, v float64, took time.Duration) {
-	s.Curve.Searches[act.Point].Record(act, v, took)
+	sub := s.Curve.Searches[act.Point]
+	sub.Clock = append(sub.Clock, s.SamplesTaken)
+	sub.Record(act, v, took)
 	s.SamplesTaken++
 	s.MeasureTime += took
 }

@@ -3,6 +3,7 @@ package bisect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -30,6 +31,10 @@ type Move struct {
 	// CheckSamples keeps the superseded samples of each restarted check,
 	// in the order of Checks.
 	CheckSamples []CheckSamples `json:"check_samples,omitempty"`
+	// Seqs lists, in a bisection of several points, the superseded
+	// samples on the bisection's clock, ascending: its searches sample in
+	// turn, so theirs are not one stretch of it (Start equals At there).
+	Seqs []int `json:"seqs,omitempty"`
 }
 
 // CheckSamples are the samples of a check's two sides.
@@ -40,7 +45,13 @@ type CheckSamples struct {
 
 // Superseded reports whether the sample taken at clock seq (State.SamplesTaken
 // just before it) was superseded by the move.
-func (m Move) Superseded(seq int) bool { return seq >= m.Start && seq < m.At }
+func (m Move) Superseded(seq int) bool {
+	if seq >= m.Start && seq < m.At {
+		return true
+	}
+	_, found := slices.BinarySearch(m.Seqs, seq)
+	return found
+}
 
 // Arrive tells the bisection it continues on machine. The samples of one
 // comparison must come from one machine, as speeds differ between
@@ -59,6 +70,9 @@ func (m Move) Superseded(seq int) bool { return seq >= m.Start && seq < m.At }
 func (s *State) Arrive(machine string, now time.Time) *Move {
 	if machine == "" || machine == s.Machine || s.Done() {
 		return nil
+	}
+	if s.Curve != nil {
+		return s.arriveCurve(machine, now)
 	}
 	if s.Machine == "" && s.SamplesTaken == 0 {
 		s.Machine = machine
@@ -157,4 +171,36 @@ func (s *State) Superseded(seq int) bool {
 // implements it.
 type Superseder interface {
 	SupersedeSamples(ctx context.Context, s *State) error
+}
+
+// arriveCurve is Arrive for a bisection of several points: each search
+// moves on its own (its comparison in flight restarts, see Arrive), and
+// the State's move lists their superseded samples on the bisection's
+// clock (Move.Seqs), which the searches' Clock maps their own clocks to.
+func (s *State) arriveCurve(machine string, now time.Time) *Move {
+	first := s.Machine == "" && s.SamplesTaken == 0
+	mv := Move{From: s.Machine, To: machine, Time: now, Start: s.SamplesTaken, At: s.SamplesTaken}
+	for _, sub := range s.Curve.Searches {
+		sm := sub.Arrive(machine, now)
+		if sm == nil {
+			continue
+		}
+		for k := sm.Start; k < sm.At && k < len(sub.Clock); k++ {
+			mv.Seqs = append(mv.Seqs, sub.Clock[k])
+		}
+	}
+	s.Machine = machine
+	s.drain()
+	if first {
+		return nil
+	}
+	slices.Sort(mv.Seqs)
+	s.Moves = append(s.Moves, mv)
+	from := mv.From
+	if from == "" {
+		from = "an unrecorded machine"
+	}
+	s.logf(now, "move", "", "moved from %s to %s after %d samples: %d samples of comparisons in flight superseded; decided verdicts stand",
+		from, machine, s.SamplesTaken, len(mv.Seqs))
+	return &mv
 }

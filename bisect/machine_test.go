@@ -155,3 +155,102 @@ func TestArrive(t *testing.T) {
 		t.Error("a finished bisection moved")
 	}
 }
+
+// curveMachineLab is detCurveLab on a machine speed times slower.
+type curveMachineLab struct {
+	*detCurveLab
+	speed float64
+}
+
+func (l *curveMachineLab) MeasureAt(ctx context.Context, t Target, point string) (float64, error) {
+	v, err := l.detCurveLab.MeasureAt(ctx, t, point)
+	return v * l.speed, err
+}
+
+// TestCurveMoveRestartsComparisonsInFlight: a bisection of several points
+// stopped on machine a and resumed on b, 30% slower, restarts the
+// comparison in flight of every search, and its move lists exactly those
+// searches' superseded samples on the bisection's clock; the culprit is
+// the same as on one machine.
+func TestCurveMoveRestartsComparisonsInFlight(t *testing.T) {
+	points := curvePoints[:2]
+	effects := map[int][]float64{7: {0, 0.3}}
+	h := history(12, []int{4}, map[int]float64{7: 0.3}, []int{9})
+	in := curveInputs(h)
+	in.Points = points
+	ref := newDetCurveLab(h, points, effects)
+	want, err := NewCurveState(in, h.Commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Engine{Builder: ref, Measurer: ref, Machine: "a"}).Run(context.Background(), want); err != nil || len(want.Culprits) != 1 {
+		t.Fatalf("reference run: %v %s", err, want.Summary)
+	}
+	moved := 0
+	for _, stop := range []int{3, ref.actions / 4, ref.actions / 2, 3 * ref.actions / 4, ref.actions - 3} {
+		lab := newDetCurveLab(h, points, effects)
+		s, err := NewCurveState(in, h.Commits, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		lab.stopAt, lab.cancel = stop, cancel
+		saver := &memSaver{}
+		if err := (&Engine{Builder: lab, Measurer: lab, Saver: saver, Machine: "a"}).Run(ctx, s); !errors.Is(err, context.Canceled) {
+			t.Fatalf("stop %d: Run returned %v", stop, err)
+		}
+		cancel()
+		before, err := Decode(saver.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := Decode(saver.data)
+		lab.stopAt = 0
+		if err := (&Engine{Builder: lab, Measurer: &curveMachineLab{lab, 1.3}, Saver: saver, Machine: "b"}).Run(context.Background(), got); err != nil {
+			t.Fatalf("stop %d: resumed on b: %v", stop, err)
+		}
+		if m := got.Machines(); !slices.Equal(m, []string{"a", "b"}) || len(got.Moves) != 1 {
+			t.Fatalf("stop %d: machines %v, %d moves; want a then b, one move", stop, m, len(got.Moves))
+		}
+		var wantSeqs []int
+		for p, sub := range got.Curve.Searches {
+			open := false
+			b := before.Curve.Searches[p]
+			for _, pr := range b.Pairs {
+				open = open || pr.Verdict == VerdictPending && pr.Target > 0 && !pr.Dropped
+			}
+			for _, ch := range b.Checks {
+				open = open || ch.Verdict == VerdictPending && ch.Target > 0
+			}
+			if b.Done() {
+				continue
+			}
+			if sub.Machine != "b" || len(sub.Moves) != 1 {
+				t.Fatalf("stop %d, %s: search on %q with %d moves", stop, points[p], sub.Machine, len(sub.Moves))
+			}
+			mv := sub.Moves[0]
+			if open != (mv.Start < mv.At) {
+				t.Errorf("stop %d, %s: in flight %v, but superseded %d..%d", stop, points[p], open, mv.Start, mv.At)
+			}
+			for k := mv.Start; k < mv.At; k++ {
+				wantSeqs = append(wantSeqs, sub.Clock[k])
+			}
+		}
+		slices.Sort(wantSeqs)
+		if mv := got.Moves[0]; !slices.Equal(mv.Seqs, wantSeqs) {
+			t.Errorf("stop %d: the move supersedes %v, the searches %v", stop, mv.Seqs, wantSeqs)
+		}
+		for _, q := range wantSeqs {
+			if q >= before.SamplesTaken || !got.Superseded(q) {
+				t.Errorf("stop %d: sample %d of a restarted comparison: superseded %v (of %d taken before)", stop, q, got.Superseded(q), before.SamplesTaken)
+			}
+		}
+		moved += len(wantSeqs)
+		if len(got.Culprits) != 1 || got.Culprits[0].Last != want.Culprits[0].Last {
+			t.Errorf("stop %d: %s, want %s", stop, got.Summary, want.Summary)
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no stop had a comparison in flight: the test tested nothing")
+	}
+}

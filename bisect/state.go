@@ -84,6 +84,11 @@ type State struct {
 	Machine     string         `json:"machine,omitempty"`
 	Moves       []Move         `json:"moves,omitempty"`
 	MachineFrom map[string]int `json:"machine_from,omitempty"`
+	// Clock is, in a search of a bisection of several points, the
+	// bisection's clock (its SamplesTaken) at each of this search's
+	// samples, in order: how a move finds their place among the samples
+	// stored (see Move.Seqs).
+	Clock []int `json:"clock,omitempty"`
 
 	// Phase is where the search is.
 	Phase Phase `json:"phase"`

@@ -57,6 +57,9 @@ func (s *Store) SupersedeSamples(ctx context.Context, b *bisect.State) error {
 		if mv.Start < mv.At {
 			starts, ats = append(starts, int32(mv.Start)), append(ats, int32(mv.At))
 		}
+		for _, q := range mv.Seqs {
+			starts, ats = append(starts, int32(q)), append(ats, int32(q+1))
+		}
 	}
 	err := s.fenced(ctx, func(q querier) error {
 		_, err := q.Exec(ctx, `
