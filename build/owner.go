@@ -160,6 +160,12 @@ func copyInstall(src, dst string, uid int) (int64, error) {
 			if err != nil {
 				return err
 			}
+			// A link must stay inside the install: one to a file the
+			// build user controls would let it change the cached install
+			// afterwards. PostgreSQL's own links are relative.
+			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(filepath.FromSlash(p)), target)) {
+				return fmt.Errorf("%s: a link to %s leaves the install; a build may link only within it", p, target)
+			}
 			return os.Symlink(target, to)
 		case d.Type().IsRegular():
 			n, err := copyFileFrom(root, p, to, uid)
