@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
@@ -155,8 +156,13 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 				st.SetWindow(0)
 			}
 			st.MaxTime = req.MaxTime
-			if req.profileGuided() {
+			switch {
+			case req.profileGuided() && st.Curve == nil:
 				st.Guide = &bisect.Guide{}
+			case req.profileGuided():
+				// The searches of several points give each other hints
+				// instead; a profile of the endpoints is not taken.
+				sink.note("profile-guided search is for a bisection of one point; these %d points search unguided (each point's suspects guide the others)", len(points))
 			}
 			// Saved at once, so the ID printed below resumes even if the
 			// first build or sample fails.
@@ -197,7 +203,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	// Progress: a status line before each build and sample, and each
 	// decision (verdict, split, skip, check) as it is made.
 	shown := len(st.Events)
-	endpoints := len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending
+	endpoints := endpointsJudged(st)
 	events := func() {
 		for _, e := range engineEvents(st, shown, &endpoints) {
 			sink(e)
@@ -296,7 +302,10 @@ func engineEvents(st *bisect.State, from int, endpoints *bool) []Event {
 	var out []Event
 	for _, e := range st.Events[from:] {
 		if k := engineKind(e.Kind); k != "" {
-			if k == KindVerdict && !*endpoints && len(st.Pairs) > 0 && st.Pairs[0].Verdict != bisect.VerdictPending {
+			if k == KindOutcome && st.Curve != nil && searchOf(st, e) != st {
+				k = KindVerdict // one point's outcome; the bisection's comes last
+			}
+			if k == KindVerdict && !*endpoints && endpointsJudged(st) {
 				k, *endpoints = KindEndpoints, true
 			}
 			out = append(out, Event{Kind: k, At: e.Time, Bisection: st.ID, Commit: e.Commit, Text: e.Message})
@@ -316,18 +325,52 @@ func confirmedCulprit(st *bisect.State, e bisect.Event) (string, bool) {
 	if e.Kind != "check" || e.Commit == "" {
 		return "", false
 	}
-	for _, ch := range st.Checks {
-		r := st.Commits[ch.Right]
-		if r.Hash != e.Commit || (ch.Verdict != bisect.VerdictRegression && ch.Verdict != bisect.VerdictImprovement) {
-			continue
+	sub := searchOf(st, e)
+	{
+		for _, ch := range sub.Checks {
+			r := st.Commits[ch.Right]
+			// A curve check measures a culprit found at another point; it
+			// blames nothing.
+			if ch.Curve || r.Hash != e.Commit || (ch.Verdict != bisect.VerdictRegression && ch.Verdict != bisect.VerdictImprovement) {
+				continue
+			}
+			line := fmt.Sprintf("culprit: %s %s (%s", r.Short(), r.Subject, ch.Verdict)
+			if ch.Result != nil {
+				line += ", " + ch.Result.String()
+			}
+			if st.Curve != nil {
+				line += ", at " + sub.Inputs.Point
+			}
+			return line + ")", true
 		}
-		line := fmt.Sprintf("culprit: %s %s (%s", r.Short(), r.Subject, ch.Verdict)
-		if ch.Result != nil {
-			line += ", " + ch.Result.String()
-		}
-		return line + ")", true
 	}
 	return "", false
+}
+
+// searchOf is the search an event of st's log came from: in a bisection
+// of several points, the one its "[POINT] " prefix names (see
+// bisect.State.drain); otherwise, and for the bisection's own events, st.
+func searchOf(st *bisect.State, e bisect.Event) *bisect.State {
+	if st.Curve == nil || !strings.HasPrefix(e.Message, "[") {
+		return st
+	}
+	for _, sub := range st.Curve.Searches {
+		if strings.HasPrefix(e.Message, "["+sub.Inputs.Point+"] ") {
+			return sub
+		}
+	}
+	return st
+}
+
+// endpointsJudged reports whether the endpoints have a verdict, at every
+// point of a bisection of several.
+func endpointsJudged(st *bisect.State) bool {
+	for _, sub := range st.Searches() {
+		if len(sub.Pairs) == 0 || sub.Pairs[0].Verdict == bisect.VerdictPending {
+			return false
+		}
+	}
+	return true
 }
 
 // engineKind maps the bisection engine's event kinds to the App's; the

@@ -90,3 +90,68 @@ func TestMilestonesOfABisection(t *testing.T) {
 		t.Errorf("end: %+v", m)
 	}
 }
+
+// curveLab is lab at two points: commit 5 slows p=2 only, commit 9 both.
+type curveLab struct{ *lab }
+
+func (l curveLab) MeasureAt(_ context.Context, t bisect.Target, point string) (float64, error) {
+	i, level := t.(int), 1.0
+	if i >= 5 && point == "p=2" {
+		level *= 1.25
+	}
+	if i >= 9 {
+		level *= 1.25
+	}
+	return 100 * level * (1 + 0.02*l.rng.NormFloat64()), nil
+}
+
+// TestMilestonesOfACurve: a bisection of several points reports its
+// endpoints verified once, when every point has its verdict, and each
+// culprit its check confirmed, with the point; curve checks blame
+// nothing.
+func TestMilestonesOfACurve(t *testing.T) {
+	const n = 12
+	commits := make([]bisect.Commit, n)
+	l := curveLab{&lab{index: map[string]int{}, rng: rand.New(rand.NewPCG(3, 4))}}
+	for i := range commits {
+		h := fmt.Sprintf("%02d", i) + strings.Repeat("cd", 19)
+		commits[i] = bisect.Commit{Hash: h, Subject: fmt.Sprintf("commit %d", i), Key: h, Date: time.Date(2026, 1, 1, i, 0, 0, 0, time.UTC)}
+		l.index[h] = i
+	}
+	st, err := bisect.NewCurveState(bisect.Inputs{Repo: "lab", Good: commits[0].Hash, Bad: commits[n-1].Hash, Scenario: "lab", Metric: "elapsed",
+		Direction: stats.LowerIsBetter, Points: []string{"p=1", "p=2"}}, commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []Event
+	shown, endpoints := 0, endpointsJudged(st)
+	eng := &bisect.Engine{Builder: l, Measurer: l, Progress: func(bisect.Status) {
+		events = append(events, engineEvents(st, shown, &endpoints)...)
+		shown = len(st.Events)
+	}}
+	if err := eng.Run(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	events = append(events, engineEvents(st, shown, &endpoints)...)
+	var lines []string
+	count := map[string]int{}
+	for _, e := range events {
+		if m := MilestoneOf(e); m.Line != "" {
+			lines = append(lines, m.Line)
+			switch {
+			case strings.HasPrefix(m.Line, "endpoints verified"):
+				count["endpoints"]++
+			case strings.HasPrefix(m.Line, "culprit: "+commits[5].Short()) && strings.Contains(m.Line, "at p=2"):
+				count["5"]++
+			case strings.HasPrefix(m.Line, "culprit: "+commits[9].Short()):
+				count["9"]++
+			case strings.HasPrefix(m.Line, "culprit: "):
+				count["other"]++
+			}
+		}
+	}
+	t.Logf("milestones:\n%s", strings.Join(lines, "\n"))
+	if count["endpoints"] != 1 || count["5"] != 1 || count["9"] < 1 || count["other"] != 0 {
+		t.Errorf("milestones counted %v; want the endpoints once, commit 5 at p=2 once, commit 9, nothing else", count)
+	}
+}
