@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,6 +78,25 @@ func (s *Store) AppendEvent(ctx context.Context, jobID, kind string, payload jso
 // remembers the last Seq it saw continues with Events(ctx, job, last, n).
 func (s *Store) Events(ctx context.Context, jobID string, afterSeq int64, limit int) ([]Event, error) {
 	return readEvents(ctx, s.db, jobID, afterSeq, limit)
+}
+
+// LastEvents returns the last n events of job jobID, in order: what a
+// page showing a job's latest lines reads, however long the job ran.
+func (s *Store) LastEvents(ctx context.Context, jobID string, n int) ([]Event, error) {
+	rows, err := s.db.Query(ctx, "SELECT job_id, seq, at, kind, payload FROM job_events WHERE job_id = $1 ORDER BY seq DESC LIMIT $2", jobID, n)
+	if err != nil {
+		return nil, fmt.Errorf("reading the events of job %s: %w", jobID, err)
+	}
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := row.Scan(&e.JobID, &e.Seq, &e.At, &e.Kind, &e.Payload)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the events of job %s: %w", jobID, err)
+	}
+	slices.Reverse(evs)
+	return evs, nil
 }
 
 // readEvents is Events on db: the store's pool or a follower's connection.

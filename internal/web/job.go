@@ -21,8 +21,12 @@ type jobView struct {
 	Last      *app.Event  `json:"-"`
 }
 
-// jobLines is how many of a job's last events its page lists.
-const jobLines = 30
+// jobLines is how many of a job's last events its page lists; jobFirst
+// how many of its first it reads for the bisection's ID.
+const (
+	jobLines = 30
+	jobFirst = 20
+)
 
 // loadJob reads job {id} and its events; a job the queue no longer has,
 // or a dashboard without a queue, is a 404.
@@ -41,24 +45,31 @@ func (s *Server) loadJob(r *http.Request) (*jobView, error) {
 		return nil, err
 	}
 	v := &jobView{Job: j, Events: jobs.EventsOf(j.Key)}
-	evs, err := s.st.Events(ctx, v.Events, 0, 0)
+	// The bisection's ID is in its first events, the finding's in its
+	// last; a long job has thousands between them, which are not read.
+	first, err := s.st.Events(ctx, v.Events, 0, jobFirst)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range evs {
+	last, err := s.st.LastEvents(ctx, v.Events, jobLines)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range append(first, last...) {
 		ev, err := app.Decode(e)
 		if err != nil {
 			continue
 		}
-		if ev.Bisection != "" {
+		if ev.Bisection != "" && v.Bisection == "" {
 			v.Bisection = ev.Bisection
 		}
 		if ev.Finding != "" {
 			v.Finding = ev.Finding
 		}
-		v.Lines = append(v.Lines, ev)
+		if i >= len(first) {
+			v.Lines = append(v.Lines, ev)
+		}
 	}
-	v.Lines = v.Lines[max(0, len(v.Lines)-jobLines):]
 	if n := len(v.Lines); n > 0 {
 		v.Last = &v.Lines[n-1]
 	}

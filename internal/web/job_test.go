@@ -84,6 +84,19 @@ func TestJobPage(t *testing.T) {
 			t.Errorf("%s: %d, want 404\n%s", u, resp.StatusCode, body)
 		}
 	}
+	// A long job: the page reads its first events for the bisection and
+	// its last 30 for the lines, not everything between.
+	for i := range 60 {
+		payload, _ := json.Marshal(app.Event{Kind: app.KindStatus, At: time.Now(), Text: fmt.Sprintf("sample %d", i)})
+		if _, err := st.AppendEvent(ctx, jobs.EventsOf(j.Key), string(app.KindStatus), payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.Lines, v.Bisection = nil, ""
+	if _, body := do(t, c, "GET", fmt.Sprintf("%s/api/jobs/%d", ts.URL, row.ID), "", nil); json.Unmarshal([]byte(body), &v) != nil ||
+		len(v.Lines) != jobLines || v.Lines[jobLines-1].Text != "sample 59" || v.Lines[0].Text != fmt.Sprintf("sample %d", 60-jobLines) || v.Bisection != "b-job-page" {
+		t.Errorf("a long job: bisection %q, %d lines, %+v", v.Bisection, len(v.Lines), v.Lines)
+	}
 	// The overview links the queued job to its page.
 	if _, body := do(t, c, "GET", ts.URL+"/", "", nil); !strings.Contains(body, fmt.Sprintf(`href="/jobs/%d"`, row.ID)) {
 		t.Errorf("overview does not link job %d:\n%s", row.ID, body)

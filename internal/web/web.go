@@ -54,6 +54,7 @@ type Results interface {
 // Events is a job's stored event stream; *store.Store has it.
 type Events interface {
 	Events(ctx context.Context, jobID string, afterSeq int64, limit int) ([]store.Event, error)
+	LastEvents(ctx context.Context, jobID string, n int) ([]store.Event, error)
 	FollowEvents(ctx context.Context, jobID string, afterSeq int64, fn func(store.Event) error) error
 }
 
