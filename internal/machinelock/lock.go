@@ -24,11 +24,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -47,16 +49,15 @@ const Env = "PGBISECT_MACHINE_LOCK"
 const StateFile = "lock"
 
 // Path is the machine lock's file for a process with state directory
-// stateDir: RootPath as root; otherwise one per user, in the temporary
-// directory (a file another user created in /run/lock cannot be opened
-// for writing); or as Env says.
+// stateDir: RootPath for every user, so that root's daemon and a person's
+// own pgbisect exclude each other too (an flock needs only a read-only
+// open, so a file another user created serves); one per user in the
+// temporary directory where /run/lock is missing; or as Env says.
 func Path(stateDir string) string {
 	switch v := os.Getenv(Env); v {
 	case "":
-		if os.Geteuid() == 0 {
-			if fi, err := os.Stat(filepath.Dir(RootPath)); err == nil && fi.IsDir() {
-				return RootPath
-			}
+		if fi, err := os.Stat(filepath.Dir(RootPath)); err == nil && fi.IsDir() {
+			return RootPath
 		}
 		return filepath.Join(os.TempDir(), "pgbisect-machine-"+strconv.Itoa(os.Geteuid())+".lock")
 	case "state":
@@ -136,7 +137,7 @@ func lockFile(ctx context.Context, path string, wait bool) (unlock func(), err e
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the directory of the machine lock: %w", err)
 	}
-	f := flock.New(path, flock.SetPermissions(0o644))
+	f := newFlock(path)
 	ok, err := f.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
@@ -163,10 +164,7 @@ func lockFile(ctx context.Context, path string, wait bool) (unlock func(), err e
 	}
 	me := Holder{PID: os.Getpid(), Command: commandLine(), Started: time.Now().UTC().Truncate(time.Second)}
 	data, _ := json.Marshal(me)
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		_ = f.Unlock()
-		return nil, fmt.Errorf("writing the machine lock %s: %w", path, err)
-	}
+	writeHolder(path, append(data, '\n'))
 	held.m[path] = &hold{n: 1, f: f}
 	return releaser(path), nil
 }
@@ -186,7 +184,7 @@ func releaser(path string) func() {
 			}
 			delete(held.m, path)
 			// Empty the file first so nobody reads a stale holder.
-			_ = os.Truncate(path, 0)
+			writeHolder(path, nil)
 			_ = h.f.Unlock()
 		})
 	}
@@ -196,11 +194,42 @@ func releaser(path string) func() {
 // the zero Holder when the file is empty or unreadable.
 func ReadHolder(path string) Holder {
 	var h Holder
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return Holder{}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil || json.Unmarshal(data, &h) != nil {
 		return Holder{}
 	}
 	return h
+}
+
+// newFlock is the flock of path, opened read-only (all an flock needs)
+// and never through a link: the lock lives in a directory every user can
+// write, and root must not be led to open, create or truncate another
+// file through a link planted there. The file is created only when
+// missing, since with fs.protected_regular root may not open with O_CREAT
+// a file another user created there.
+func newFlock(path string) *flock.Flock {
+	flag := os.O_RDONLY | syscall.O_NOFOLLOW
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		flag |= os.O_CREATE
+	}
+	return flock.New(path, flock.SetFlag(flag), flock.SetPermissions(0o644))
+}
+
+// writeHolder replaces the lock file's content with data, never through
+// a link. It is best effort: a lock file another user created cannot be
+// written, and the holder then stays unnamed.
+func writeHolder(path string, data []byte) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(data)
 }
 
 // HolderOf reports who holds the machine lock at path, and false when
@@ -219,7 +248,7 @@ func holderOf(path string) (Holder, bool, error) {
 	if h != nil {
 		return ReadHolder(path), true, nil
 	}
-	f := flock.New(path)
+	f := newFlock(path)
 	ok, err := f.TryRLock()
 	if err != nil {
 		return Holder{}, false, fmt.Errorf("checking the lock %s: %w", path, err)

@@ -183,3 +183,40 @@ func TestMachineLockPerMachine(t *testing.T) {
 		t.Error("PGBISECT_MACHINE_LOCK=state: one lock for two state directories")
 	}
 }
+
+// TestLockRefusesLink: a link planted at the lock's path (it lives in a
+// directory every user can write) is refused, and the file it points to
+// is neither written nor truncated.
+func TestLockRefusesLink(t *testing.T) {
+	d := t.TempDir()
+	victim := filepath.Join(d, "victim")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(d, "pgbisect-machine.lock")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := Lock(context.Background(), link, false); err == nil {
+		unlock()
+		t.Fatal("locked through a link")
+	}
+	if h, busy, err := HolderOf(link); err == nil && busy {
+		t.Errorf("HolderOf through a link: %v", h)
+	}
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "keep me\n" {
+		t.Errorf("the link's target was changed: %q, %v", data, err)
+	}
+	// A dangling link is not created through either.
+	dangling := filepath.Join(d, "dangling.lock")
+	if err := os.Symlink(filepath.Join(d, "created"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := Lock(context.Background(), dangling, false); err == nil {
+		unlock()
+		t.Fatal("locked through a dangling link")
+	}
+	if _, err := os.Lstat(filepath.Join(d, "created")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file was created through a dangling link: %v", err)
+	}
+}
