@@ -462,3 +462,24 @@ func NotFound(err error) bool {
 	var er *github.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
 }
+
+// Uneditable reports whether err says a comment cannot be edited however
+// often it is tried: gone (404, 410), refused (403 that is not a rate
+// limit, as on a locked issue) or rejected (422, as for a body too long).
+// Rate limits and server errors are not: they pass.
+func Uneditable(err error) bool {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return false
+	}
+	var rl *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &rl) || errors.As(err, &abuse) {
+		return false
+	}
+	switch er.Response.StatusCode {
+	case http.StatusNotFound, http.StatusGone, http.StatusForbidden, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"github.com/google/go-github/v60/github"
 	"github.com/pgbisect/pgbisect/notify/githubtest"
 
 	"bytes"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -207,5 +209,25 @@ func TestWebhook(t *testing.T) {
 		if err != nil || len(ms) != 0 {
 			t.Errorf("%+v: %+v %v, want nothing to do", c, ms, err)
 		}
+	}
+}
+
+// TestUneditable: gone, refused and rejected edits are final; rate limits
+// and server errors are tried again.
+func TestUneditable(t *testing.T) {
+	resp := func(code int) *github.ErrorResponse {
+		return &github.ErrorResponse{Response: &http.Response{StatusCode: code, Request: &http.Request{Method: "PATCH", URL: &url.URL{}}}}
+	}
+	for code, want := range map[int]bool{404: true, 410: true, 403: true, 422: true, 500: false, 502: false} {
+		if got := Uneditable(fmt.Errorf("editing: %w", resp(code))); got != want {
+			t.Errorf("%d: Uneditable %v, want %v", code, got, want)
+		}
+	}
+	rl := &github.RateLimitError{Response: &http.Response{StatusCode: 403, Request: &http.Request{Method: "PATCH", URL: &url.URL{}}}}
+	if Uneditable(rl) {
+		t.Error("a rate limit counted as final")
+	}
+	if Uneditable(errors.New("connection reset")) {
+		t.Error("a network error counted as final")
 	}
 }

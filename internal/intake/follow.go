@@ -114,8 +114,12 @@ func (d *Dispatcher) follow(ctx context.Context, a store.Answer) (bool, error) {
 	a.ProgressSeq = seq
 	if len(lines) > 0 {
 		a.Progress = strings.TrimPrefix(a.Progress+"\n"+strings.Join(lines, "\n"), "\n")
-		if err := d.o.Intake.EditReply(ctx, a.ReplyID, a.Reply+"\n\n"+a.Progress); err != nil && !notify.NotFound(err) {
-			return false, err // a deleted reply is not edited; the result is still posted
+		if err := d.o.Intake.EditReply(ctx, a.ReplyID, replyBody(a.Reply, a.Progress)); err != nil {
+			if !notify.Uneditable(err) {
+				return false, err // tried again next pass
+			}
+			// A deleted reply, a locked issue: the result is still posted.
+			d.o.Log.Warn("a reply cannot be edited; its milestones are skipped", slog.Int64("reply", a.ReplyID), slog.String("err", err.Error()))
 		}
 	}
 	if end != nil && a.FinalID == 0 {
@@ -195,4 +199,19 @@ func (d *Dispatcher) resultBody(ctx context.Context, a store.Answer, m app.Miles
 		return fmt.Sprintf("%s finished:\n\n```\n%s\n```", head, m.Result), nil
 	}
 	return fmt.Sprintf("%s finished.", head), nil
+}
+
+// replyBody is the reply with its milestones, the oldest left out (and
+// said so) where all would not fit in a comment.
+func replyBody(reply, progress string) string {
+	body := reply + "\n\n" + progress
+	if len(body) <= notify.MaxBody {
+		return body
+	}
+	const cut = "- … earlier milestones left out\n"
+	keep := progress[len(progress)-(notify.MaxBody-len(reply)-len(cut)-2):]
+	if i := strings.IndexByte(keep, '\n'); i >= 0 {
+		keep = keep[i+1:]
+	}
+	return reply + "\n\n" + cut + keep
 }

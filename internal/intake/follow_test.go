@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/notify"
 )
 
 // results returns the bodies of the bot's result comments (those with a
@@ -312,5 +314,23 @@ func TestFollowDeletedReply(t *testing.T) {
 	}
 	if rs := f.results(); len(rs) != 1 || !strings.Contains(rs[0], "failed: no such revision B.") {
 		t.Errorf("results %q", rs)
+	}
+}
+
+// TestReplyBodyFits: a reply with more milestones than a comment holds
+// keeps the newest, says the oldest are left out, and fits.
+func TestReplyBodyFits(t *testing.T) {
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, fmt.Sprintf("- culprit %d: confirmed after a long and careful check", i))
+	}
+	progress := strings.Join(lines, "\n")
+	body := replyBody("Queued as job 7.", progress)
+	if len(body) > notify.MaxBody || !strings.HasPrefix(body, "Queued as job 7.\n\n- … earlier milestones left out\n") ||
+		!strings.HasSuffix(body, lines[len(lines)-1]) || strings.Contains(body, lines[0]+"\n") {
+		t.Errorf("%d bytes (max %d): %.200q … %q", len(body), notify.MaxBody, body, body[max(0, len(body)-100):])
+	}
+	if short := replyBody("Queued.", "- started"); short != "Queued.\n\n- started" {
+		t.Errorf("a short reply: %q", short)
 	}
 }
