@@ -195,6 +195,24 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 		return answer("refused: "+why, fmt.Sprintf("@%s sorry, only users with write permission on %s, or listed in the bot's github.allow, can start jobs (you have %s).",
 			m.User, d.o.Intake.Repo(), why))
 	}
+	limited := func() (bool, error) {
+		n, err := d.o.Store.JobsRequestedSince(ctx, m.User, d.o.Now().Add(-d.o.RateWindow))
+		if err != nil || n < d.o.RateLimit {
+			return false, err
+		}
+		return answer("rate limited", fmt.Sprintf("@%s you have queued %d jobs in the last %s, the most one user may: please try again later.",
+			m.User, n, d.o.RateWindow))
+	}
+	// A command that queues a job is held to the rate limit before it is
+	// parsed: parsing fetches its patches.
+	if len(m.Args) > 0 && (m.Args[0] == "bisect" || m.Args[0] == "compare") {
+		if did, err := limited(); did || err != nil {
+			return did, err
+		}
+	}
+	// A patch that cannot be fetched is answered, not retried: retrying
+	// would hold back every later command until its host answers, and the
+	// reply says what failed, so the user can ask again.
 	req, err := d.o.Parse(ctx, m.Args)
 	if err != nil {
 		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
@@ -209,13 +227,8 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 		}
 		return answer("answered", fmt.Sprintf("@%s %s", m.User, text))
 	}
-	n, err := d.o.Store.JobsRequestedSince(ctx, m.User, d.o.Now().Add(-d.o.RateWindow))
-	if err != nil {
-		return false, err
-	}
-	if n >= d.o.RateLimit {
-		return answer("rate limited", fmt.Sprintf("@%s you have queued %d jobs in the last %s, the most one user may: please try again later.",
-			m.User, n, d.o.RateWindow))
+	if did, err := limited(); did || err != nil {
+		return did, err
 	}
 	cmd.Outcome = "queued"
 	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue(ctx, tx, req, m.User) })
