@@ -48,8 +48,11 @@ func (s *State) pastBound(act Action) bool {
 	if s.Builds[s.Commits[act.Commit].Key] == nil {
 		d += perBuild
 	}
-	if act.Kind == ActSample {
+	switch act.Kind {
+	case ActSample:
 		d += perSample
+	case ActGuide:
+		d += 2 * DefaultGuideRuns * perSample // profiled runs cost about a sample each
 	}
 	return s.Spent+d > s.MaxTime
 }

@@ -272,3 +272,26 @@ func TestBudgetLines(t *testing.T) {
 		t.Errorf("progress line %q: want the time left and the bound", line)
 	}
 }
+
+// TestBoundCountsTheGuide: the profile of the endpoints costs about
+// 2*DefaultGuideRuns samples, and is not started when they would end past
+// the time bound.
+func TestBoundCountsTheGuide(t *testing.T) {
+	h := history(12, nil, map[int]float64{7: 0.3}, nil)
+	s, err := NewState(Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[11].Hash, Metric: "elapsed",
+		Direction: stats.LowerIsBetter, Thresholds: testThresholds}, h.Commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := len(s.Commits) - 1
+	s.Builds[s.Commits[bad].Key] = &BuildResult{Hash: s.Commits[bad].Hash}
+	s.SamplesTaken, s.MeasureTime = 10, 10*time.Second // 1 s a sample
+	s.MaxTime = 100 * time.Second
+	guide := Action{Kind: ActGuide, Commit: bad, Pair: -1, Check: -1}
+	for spent, want := range map[time.Duration]bool{90 * time.Second: false, 95 * time.Second: true} {
+		s.Spent = spent
+		if got := s.pastBound(guide); got != want {
+			t.Errorf("%s spent of 100 s: the guide (%d runs of 1 s) past the bound %v, want %v", spent, 2*DefaultGuideRuns, got, want)
+		}
+	}
+}

@@ -56,6 +56,12 @@ type GuidePointer struct {
 // stops the bisection.
 type GuideFunc func(ctx context.Context, s *State) (Guide, error)
 
+// DefaultGuideRuns is the profiled runs each endpoint gets to guide the
+// search. Three a side show a function whose share grew by several points;
+// the rank test cannot be sure of anything with so few (p >= 0.1), and
+// need not be: a hint only orders the search, it never blames.
+const DefaultGuideRuns = 3
+
 // guidePending reports whether the search waits for the profile of the
 // endpoints (ActGuide).
 func (s *State) guidePending() bool { return s.Guide != nil && !s.Guide.Done }

@@ -133,6 +133,7 @@ func (e *Engine) Run(ctx context.Context, s *State) error {
 			if err := e.guide(ctx, s, now); err != nil {
 				return err
 			}
+			spend()
 			if err := e.save(ctx, s); err != nil {
 				return err
 			}

@@ -21,10 +21,8 @@ import (
 const DefaultProfileGuided = true
 
 // DefaultGuideRuns is the profiled runs each endpoint gets to guide the
-// search. Three a side show a function whose share grew by several points;
-// the rank test cannot be sure of anything with so few (p >= 0.1), and
-// need not be: a hint only orders the search, it never blames.
-const DefaultGuideRuns = 3
+// search (bisect.DefaultGuideRuns, which its time bound counts).
+const DefaultGuideRuns = bisect.DefaultGuideRuns
 
 // GuideTop is how many of the functions whose self share grew most the
 // search follows; guideMinChange is the growth below which a function is
