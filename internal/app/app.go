@@ -40,6 +40,11 @@ import (
 type Options struct {
 	// StateDir holds builds, clusters, reports and logs (absolute).
 	StateDir string
+	// Machine names this machine on a bisection's samples when no job
+	// lease names it: the name a daemon here would take, so that a
+	// bisection started by hand and resumed by this host's daemon has not
+	// moved. Default: the host name.
+	Machine string
 	// Repo is the PostgreSQL repository: a directory (absolute) or a URL.
 	Repo string
 	// Branch is the branch nightly passes follow and fetches fetch.

@@ -211,7 +211,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		shown = len(st.Events)
 	}
 	bisectBudget(st, sink)
-	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Machine: bisectMachine(ctx), Progress: func(s bisect.Status) {
+	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Machine: a.bisectMachine(ctx), Progress: func(s bisect.Status) {
 		events()
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
 	}}
@@ -267,12 +267,15 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 }
 
 // bisectMachine names the machine a bisection's samples are taken on: the
-// machine holding the job's lease in a daemon, the host's name otherwise.
+// machine holding the job's lease in a daemon, Options.Machine otherwise.
 // A bisection resumed on another machine restarts its comparisons in
 // flight there (bisect.State.Arrive).
-func bisectMachine(ctx context.Context) string {
+func (a *App) bisectMachine(ctx context.Context) string {
 	if l, ok := store.LeaseOf(ctx); ok && l.Machine != "" {
 		return l.Machine
+	}
+	if a.opts.Machine != "" {
+		return a.opts.Machine
 	}
 	host, _ := os.Hostname()
 	return host

@@ -19,6 +19,7 @@ import (
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/config"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/internal/strictyaml"
 )
 
@@ -257,8 +258,13 @@ func appOptions(cfg *config.Config, log *slog.Logger) app.Options {
 		}
 		suite = append(suite, path)
 	}
+	machine := cfg.Machine.Name
+	if machine == "" {
+		host, _ := os.Hostname()
+		machine = jobs.MachineName(host)
+	}
 	return app.Options{
-		StateDir: cfg.StateDir, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs, DBRunAs: cfg.DBRunAs,
+		StateDir: cfg.StateDir, Machine: machine, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs, DBRunAs: cfg.DBRunAs,
 		Build: cfg.Build.Options(), BuildTimeout: cfg.Build.Timeout,
 		ClientBin: cfg.Bench.ClientBin, KeepClusters: cfg.Bench.KeepClusters,
 		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Log: log,
