@@ -39,26 +39,9 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 	if dir == "" {
 		dir = stats.LowerIsBetter
 	}
-	commit := func(i int) Commit {
-		c := s.Commits[i]
-		nc := Commit{Hash: c.Hash, Subject: c.Subject, Author: c.Author, Date: c.Date}
-		if c.AuthorEmail != "" {
-			nc.Author = fmt.Sprintf("%s <%s>", c.Author, c.AuthorEmail)
-		}
-		if r.CommitURL != nil {
-			nc.URL = r.CommitURL(c.Hash)
-		}
-		return nc
-	}
+	commit := func(i int) Commit { return commitOf(s, r, i) }
 	cmp := func(res *bisect.Result, verdict bisect.Verdict) Comparison {
-		c := Comparison{Metric: in.Metric, Unit: in.Unit, Direction: dir, Point: in.Point,
-			Confidence: in.Thresholds.Confidence, Verdict: string(verdict)}
-		if res != nil {
-			c.Good = Side{Median: res.MedianA, RelStddev: res.RelA, N: res.NA}
-			c.Bad = Side{Median: res.MedianB, RelStddev: res.RelB, N: res.NB}
-			c.Ratio, c.RatioLow, c.RatioHigh, c.P = res.Ratio, res.Lo, res.Hi, res.P
-		}
-		return c
+		return comparisonOf(in, dir, in.Point, res, verdict)
 	}
 	last := len(s.Commits) - 1
 	f := &Finding{
@@ -191,4 +174,29 @@ func bisectionLog(s *bisect.State, commit func(int) Commit) []Step {
 		steps = append(steps, st)
 	}
 	return steps
+}
+
+// commitOf is commit i of s as reports show it.
+func commitOf(s *bisect.State, r Report, i int) Commit {
+	c := s.Commits[i]
+	nc := Commit{Hash: c.Hash, Subject: c.Subject, Author: c.Author, Date: c.Date}
+	if c.AuthorEmail != "" {
+		nc.Author = fmt.Sprintf("%s <%s>", c.Author, c.AuthorEmail)
+	}
+	if r.CommitURL != nil {
+		nc.URL = r.CommitURL(c.Hash)
+	}
+	return nc
+}
+
+// comparisonOf is a bisection's comparison at point, as reports show it.
+func comparisonOf(in bisect.Inputs, dir stats.Direction, point string, res *bisect.Result, verdict bisect.Verdict) Comparison {
+	c := Comparison{Metric: in.Metric, Unit: in.Unit, Direction: dir, Point: point,
+		Confidence: in.Thresholds.Confidence, Verdict: string(verdict)}
+	if res != nil {
+		c.Good = Side{Median: res.MedianA, RelStddev: res.RelA, N: res.NA}
+		c.Bad = Side{Median: res.MedianB, RelStddev: res.RelB, N: res.NB}
+		c.Ratio, c.RatioLow, c.RatioHigh, c.P = res.Ratio, res.Lo, res.Hi, res.P
+	}
+	return c
 }

@@ -35,14 +35,7 @@ func fromCurve(s *bisect.State, r Report) *Finding {
 		dir = stats.LowerIsBetter
 	}
 	cmp := func(point string, res *bisect.Result, verdict bisect.Verdict) Comparison {
-		c := Comparison{Metric: in.Metric, Unit: in.Unit, Direction: dir, Point: point,
-			Confidence: in.Thresholds.Confidence, Verdict: string(verdict)}
-		if res != nil {
-			c.Good = Side{Median: res.MedianA, RelStddev: res.RelA, N: res.NA}
-			c.Bad = Side{Median: res.MedianB, RelStddev: res.RelB, N: res.NB}
-			c.Ratio, c.RatioLow, c.RatioHigh, c.P = res.Ratio, res.Lo, res.Hi, res.P
-		}
-		return c
+		return comparisonOf(in, dir, point, res, verdict)
 	}
 	f.Comparisons = nil
 	for _, sub := range searches {
@@ -50,18 +43,7 @@ func fromCurve(s *bisect.State, r Report) *Finding {
 			f.Comparisons = append(f.Comparisons, cmp(sub.Inputs.Point, p.Result, p.Verdict))
 		}
 	}
-	commit := func(i int) Commit {
-		// The first point's finding made the same commits; reuse its form.
-		c := s.Commits[i]
-		nc := Commit{Hash: c.Hash, Subject: c.Subject, Author: c.Author, Date: c.Date}
-		if c.AuthorEmail != "" {
-			nc.Author = fmt.Sprintf("%s <%s>", c.Author, c.AuthorEmail)
-		}
-		if r.CommitURL != nil {
-			nc.URL = r.CommitURL(c.Hash)
-		}
-		return nc
-	}
+	commit := func(i int) Commit { return commitOf(s, r, i) }
 	f.Culprits = nil
 	for _, cu := range s.CurveCulprits() {
 		nc := Culprit{Commit: commit(cu.Last), Parent: commit(cu.Parent), Verified: true}
