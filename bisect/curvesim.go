@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -206,28 +205,11 @@ type SimCurveRow struct {
 func SimulateCurveRow(cfg SimCurveConfig, runs int, seed uint64, workers int) (SimCurveRow, error) {
 	row := SimCurveRow{Config: cfg, Runs: runs}
 	row.Config.SimConfig = cfg.SimConfig.withDefaults()
-	results := make([]SimCurveRun, runs)
-	errs := make([]error, runs)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				results[r], errs[r] = SimulateCurve(cfg, seed*1_000_003+uint64(r))
-			}
-		}()
+	results, err := runSeeds(runs, workers, seed, func(seed uint64) (SimCurveRun, error) { return SimulateCurve(cfg, seed) })
+	if err != nil {
+		return row, err
 	}
-	for r := range runs {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
-	for r, x := range results {
-		if errs[r] != nil {
-			return row, errs[r]
-		}
+	for _, x := range results {
 		if x.Exact {
 			row.ExactRate++
 		}

@@ -433,28 +433,11 @@ type SimRow struct {
 // workers goroutines (at least 1). The result does not depend on workers.
 func SimulateRow(cfg SimConfig, runs int, seed uint64, workers int) (SimRow, error) {
 	row := SimRow{Config: cfg.withDefaults(), Runs: runs}
-	results := make([]SimRun, runs)
-	errs := make([]error, runs)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				results[r], errs[r] = Simulate(cfg, seed*1_000_003+uint64(r))
-			}
-		}()
+	results, err := runSeeds(runs, workers, seed, func(seed uint64) (SimRun, error) { return Simulate(cfg, seed) })
+	if err != nil {
+		return row, err
 	}
-	for r := range runs {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
-	for r, res := range results {
-		if errs[r] != nil {
-			return row, errs[r]
-		}
+	for _, res := range results {
 		if res.Exact {
 			row.ExactRate++
 		}
@@ -492,4 +475,34 @@ func FormatSimTable(rows []SimRow) string {
 			100*r.ExactRate, 100*r.WrongRate, r.Builds, r.Bound, r.Samples)
 	}
 	return b.String()
+}
+
+// runSeeds runs f for runs seeds derived from seed, on workers goroutines
+// (at least 1), and returns the results in seed order: they do not depend
+// on workers. The first error, in seed order, is returned.
+func runSeeds[T any](runs, workers int, seed uint64, f func(seed uint64) (T, error)) ([]T, error) {
+	results := make([]T, runs)
+	errs := make([]error, runs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				results[r], errs[r] = f(seed*1_000_003 + uint64(r))
+			}
+		}()
+	}
+	for r := range runs {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return results, err
+		}
+	}
+	return results, nil
 }
