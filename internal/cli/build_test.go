@@ -99,7 +99,7 @@ func TestOpenBuilderTimeout(t *testing.T) {
 	if _, err := git.PlainInit(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &config.Config{Repo: dir, StateDir: t.TempDir(), Build: config.Build{Timeout: 7 * time.Minute}}
+	cfg := &config.Config{Repo: dir, StateDir: t.TempDir(), RunAs: "postgres", Build: config.Build{Timeout: 7 * time.Minute}}
 	var out bytes.Buffer
 	b, _, err := openBuilder(context.Background(), &Env{Stdout: &out, Stderr: &out}, cfg)
 	if err != nil {
