@@ -53,25 +53,7 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 	}
 	sp := s.Spend()
 	f.SamplesBy = &sp
-	switch s.Outcome {
-	case bisect.OutcomeFound:
-		f.Kind = Regression
-	case bisect.OutcomeImprovement:
-		f.Kind = Improvement
-	case bisect.OutcomeNoRegression:
-		f.Kind = NoRegression
-	case bisect.OutcomeBroken:
-		f.Kind = BuildFailure
-	case bisect.OutcomeTimeBound:
-		// A partial answer: culprits confirmed before the bound are
-		// blamed, the rest is in f.Stopped.
-		f.Kind = Inconclusive
-		if len(s.Culprits) > 0 {
-			f.Kind = Regression
-		}
-	default:
-		f.Kind = Inconclusive
-	}
+	f.Kind = kindOf(s.Outcome, len(s.Culprits))
 	if p := s.Pairs[0]; p.Result != nil {
 		f.Comparisons = []Comparison{cmp(p.Result, p.Verdict)}
 	}
@@ -199,4 +181,25 @@ func comparisonOf(in bisect.Inputs, dir stats.Direction, point string, res *bise
 		c.Ratio, c.RatioLow, c.RatioHigh, c.P = res.Ratio, res.Lo, res.Hi, res.P
 	}
 	return c
+}
+
+// kindOf is the kind of finding a bisection's outcome makes. A bisection
+// stopped at its time bound is a partial answer: culprits confirmed before
+// the bound are blamed (a regression), the rest is in Finding.Stopped.
+func kindOf(o bisect.Outcome, culprits int) Kind {
+	switch o {
+	case bisect.OutcomeFound:
+		return Regression
+	case bisect.OutcomeImprovement:
+		return Improvement
+	case bisect.OutcomeNoRegression:
+		return NoRegression
+	case bisect.OutcomeBroken:
+		return BuildFailure
+	case bisect.OutcomeTimeBound:
+		if culprits > 0 {
+			return Regression
+		}
+	}
+	return Inconclusive
 }

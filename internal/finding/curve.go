@@ -66,18 +66,7 @@ func fromCurve(s *bisect.State, r Report) *Finding {
 		}
 		f.Culprits = append(f.Culprits, nc)
 	}
-	switch s.Outcome {
-	case bisect.OutcomeFound:
-		f.Kind = Regression
-	case bisect.OutcomeImprovement:
-		f.Kind = Improvement
-	case bisect.OutcomeNoRegression:
-		f.Kind = NoRegression
-	case bisect.OutcomeBroken:
-		f.Kind = BuildFailure
-	default:
-		f.Kind = Inconclusive
-	}
+	f.Kind = kindOf(s.Outcome, len(f.Culprits))
 	// The log of every point, point by point.
 	f.Log = nil
 	for _, sub := range searches {
