@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proctest"
 
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/machinelock"
@@ -73,7 +73,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		states[name] = dir
 	}
 	start := time.Now()
-	daemon := func(name string) *cliProc {
+	daemon := func(name string) *proctest.Proc {
 		return startCLI(t, name, []string{machinelock.Env + "=" + lock}, "daemon", "--config", config, "--state", states[name],
 			"--machine", name, "--class", class, "--no-nightly", "--no-post", "--lease-ttl", "6s")
 	}
@@ -88,7 +88,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	// The bisection appears in the store; the daemon holding the job's
 	// lease is killed once the search has begun.
 	var id string
-	waitUntil(t, 5*time.Minute, "the bisection is saved", func() bool {
+	proctest.WaitUntil(t, 5*time.Minute, "the bisection is saved", func() bool {
 		infos, err := results.Bisections(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		return ss
 	}
 	var st *bisect.State
-	waitUntil(t, 5*time.Minute, "the search begins and its first comparison is part way", func() bool {
+	proctest.WaitUntil(t, 5*time.Minute, "the search begins and its first comparison is part way", func() bool {
 		if st, err = results.LoadBisection(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -124,26 +124,23 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	}
 	victim, other := a, b
 	for _, l := range leases {
-		if l.Class == class && l.Machine == b.name {
+		if l.Class == class && l.Machine == b.Name {
 			victim, other = b, a
 		}
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
+	victim.Kill(t)
 	killedAt := len(samples(store.SampleQuery{}))
 	t.Logf("killed %s after %d samples (%s in); servers of its state directory left running: %d",
-		victim.name, killedAt, time.Since(start).Round(time.Second), len(postgresUnder(states[victim.name])))
+		victim.Name, killedAt, time.Since(start).Round(time.Second), len(postgresUnder(states[victim.Name])))
 
-	waitUntil(t, 5*time.Minute, "the other daemon finishes the bisection", func() bool {
+	proctest.WaitUntil(t, 5*time.Minute, "the other daemon finishes the bisection", func() bool {
 		if st, err = results.LoadBisection(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		return st.Done()
 	}, other)
 	t.Logf("done in %s: %s", time.Since(start).Round(time.Second), st.Summary)
-	waitUntil(t, 2*time.Minute, "the job completes", func() bool {
+	proctest.WaitUntil(t, 2*time.Minute, "the job completes", func() bool {
 		var n int
 		if err := results.Pool().QueryRow(ctx, "SELECT count(*) FROM river_job WHERE queue = $1 AND state = 'completed'", class).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -159,8 +156,8 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	if !slices.Equal(named, []string{culprit}) {
 		t.Errorf("culprits %v, want the injected regression %s alone: %s", named, culprit[:10], st.Summary)
 	}
-	if m := st.Machines(); !slices.Equal(m, []string{victim.name, other.name}) || len(st.Moves) != 1 {
-		t.Errorf("machines %v with %d moves, want %s then %s", m, len(st.Moves), victim.name, other.name)
+	if m := st.Machines(); !slices.Equal(m, []string{victim.Name, other.Name}) || len(st.Moves) != 1 {
+		t.Errorf("machines %v with %d moves, want %s then %s", m, len(st.Moves), victim.Name, other.Name)
 	}
 
 	// Every sample the state counts is stored once. Superseded, and kept:
@@ -172,7 +169,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	var counted []int
 	superseded := 0
 	for _, s := range all {
-		orphan := s.Machine == victim.name && s.Seq >= mv.At
+		orphan := s.Machine == victim.Name && s.Seq >= mv.At
 		if s.Superseded != (orphan || mv.Superseded(s.Seq)) {
 			t.Errorf("sample %d of %s: superseded %v, want %v (move %d..%d)", s.Seq, s.Machine, s.Superseded, !s.Superseded, mv.Start, mv.At)
 		}
@@ -182,7 +179,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		if !orphan {
 			counted = append(counted, s.Seq)
 		}
-		if !orphan && s.Seq >= mv.At && s.Machine != other.name {
+		if !orphan && s.Seq >= mv.At && s.Machine != other.Name {
 			t.Errorf("sample %d after the move is from %s", s.Seq, s.Machine)
 		}
 	}
@@ -197,21 +194,21 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	if mv.Start == mv.At {
 		// Possible only in the instant between a verdict and the next
 		// comparison's first sample; bisect.TestMoveRestartsComparisonsInFlight covers both.
-		t.Logf("no comparison was in flight when %s was killed (move %+v)", victim.name, mv)
+		t.Logf("no comparison was in flight when %s was killed (move %+v)", victim.Name, mv)
 	}
 	if n := mv.At - mv.Start + max(killedAt-mv.At, 0); superseded != n {
 		t.Errorf("%d samples superseded, want %d: those of the comparison restarted and those stored but never recorded", superseded, n)
 	}
-	other.stop(t)
+	other.Stop(t)
 
 	// The killed machine comes back under its name and stops what its
 	// predecessor left running.
-	again := daemon(victim.name)
-	waitUntil(t, time.Minute, victim.name+" restarted", func() bool { return strings.Contains(again.Output(), "daemon started") }, again)
-	if left := postgresUnder(states[victim.name]); len(left) > 0 {
-		t.Errorf("servers of %s's state directory still running after it restarted: %v", victim.name, left)
+	again := daemon(victim.Name)
+	proctest.WaitUntil(t, time.Minute, victim.Name+" restarted", func() bool { return strings.Contains(again.Output(), "daemon started") }, again)
+	if left := postgresUnder(states[victim.Name]); len(left) > 0 {
+		t.Errorf("servers of %s's state directory still running after it restarted: %v", victim.Name, left)
 	}
-	again.stop(t)
+	again.Stop(t)
 	t.Logf("%d samples (%d superseded) in %s", len(all), superseded, time.Since(start).Round(time.Second))
 }
 
@@ -233,86 +230,11 @@ func postgresUnder(dir string) []string {
 	return out
 }
 
-// cliProc is pgbisect run as a child process (the test binary, see
-// TestMain).
-type cliProc struct {
-	name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan struct{}
-}
-
-func (p *cliProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *cliProc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// startCLI runs pgbisect with args in a child process, env added; it is
-// stopped with SIGTERM when the test ends, and its output logged if the
-// test failed.
-func startCLI(t *testing.T, name string, env []string, args ...string) *cliProc {
+// startCLI runs pgbisect with args in a child process (the test binary,
+// see TestMain), env added.
+func startCLI(t *testing.T, name string, env []string, args ...string) *proctest.Proc {
 	t.Helper()
-	p := &cliProc{name: name, cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
-	p.cmd.Env = append(append(os.Environ(), cliChildEnv+"=1"), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(time.Minute):
-			_ = p.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("%s:\n%s", name, demoTail(p.Output(), 40))
-		}
-	})
-	return p
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (p *cliProc) stop(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not stop within a minute of SIGTERM", p.name)
-	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("%s exited %d after SIGTERM:\n%s", p.name, code, demoTail(p.Output(), 40))
-	}
-}
-
-// waitUntil polls cond until it holds, failing t after limit or when one
-// of procs exits first.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool, procs ...*cliProc) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); {
-		for _, p := range procs {
-			select {
-			case <-p.done:
-				t.Fatalf("%s exited while waiting for: %s\n%s", p.name, what, demoTail(p.Output(), 40))
-			default:
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not after %s: %s", limit, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"=1"), env...)
+	return proctest.Start(t, name, cmd)
 }

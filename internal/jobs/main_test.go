@@ -1,12 +1,10 @@
 package jobs
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -14,10 +12,11 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proctest"
 
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
@@ -166,83 +165,12 @@ func (o *simOps) Deliver(ctx context.Context, _ app.DeliverRequest, _ app.Sink) 
 	return nil
 }
 
-// worker is a daemon in a child process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  strings.Builder
-	done chan struct{}
-}
-
-func (p *proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
 // startChild starts a daemon as machine name of class, with env added.
-func startChild(t *testing.T, st *store.Store, name, class string, env ...string) *proc {
+func startChild(t *testing.T, st *store.Store, name, class string, env ...string) *proctest.Proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PGBISECT_JOBS_CHILD=1", "PGBISECT_TEST_DB="+st.Cluster().URL(),
 		"PGBISECT_MACHINE="+name, "PGBISECT_CLASS="+class, "PGBISECT_LEASE_TTL=3s")
 	cmd.Env = append(cmd.Env, env...)
-	r, w := io.Pipe()
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.out.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-	}()
-	go func() {
-		_ = cmd.Wait()
-		w.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("%s:\n%s", name, p.Output())
-		}
-	})
-	return p
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not stop within a minute of SIGTERM", p.name)
-	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("%s exited %d after SIGTERM:\n%s", p.name, code, p.Output())
-	}
-}
-
-// waitFor polls cond until it holds, failing t after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not after %s: %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return proctest.Start(t, name, cmd)
 }

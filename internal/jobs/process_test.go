@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/proctest"
+
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
@@ -106,23 +108,20 @@ func TestKillNineMidBisection(t *testing.T) {
 	a := startChild(t, st, "kill9-a", "kill9")
 	b := startChild(t, st, "kill9-b", "kill9")
 	var holder string
-	waitFor(t, time.Minute, "a worker takes the job", func() bool { holder = leaseHolder(t, st, key); return holder != "" })
-	waitFor(t, time.Minute, "3 samples", func() bool { return len(simSamples(t, st, id)) >= 3 })
+	proctest.WaitUntil(t, time.Minute, "a worker takes the job", func() bool { holder = leaseHolder(t, st, key); return holder != "" })
+	proctest.WaitUntil(t, time.Minute, "3 samples", func() bool { return len(simSamples(t, st, id)) >= 3 })
 	victim, other := a, b
-	if holder == b.name {
+	if holder == b.Name {
 		victim, other = b, a
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
-	waitFor(t, 2*time.Minute, "the job completed on the other worker", func() bool {
+	victim.Kill(t)
+	proctest.WaitUntil(t, 2*time.Minute, "the job completed on the other worker", func() bool {
 		states, _ := jobRows(t, st, key)
 		return len(states) > 0 && states[len(states)-1] == "completed"
 	})
 	states, machines := jobRows(t, st, key)
-	if !slices.Equal(states, []string{"cancelled", "completed"}) || machines[0] != victim.name || machines[1] != other.name {
-		t.Errorf("rows %v on %v, want cancelled on %s then completed on %s", states, machines, victim.name, other.name)
+	if !slices.Equal(states, []string{"cancelled", "completed"}) || machines[0] != victim.Name || machines[1] != other.Name {
+		t.Errorf("rows %v on %v, want cancelled on %s then completed on %s", states, machines, victim.Name, other.Name)
 	}
 	ss := simSamples(t, st, id)
 	checkSamples(t, ss, n)
@@ -130,8 +129,8 @@ func TestKillNineMidBisection(t *testing.T) {
 	for _, s := range ss {
 		by[s.Machine]++
 	}
-	if by[victim.name] < 3 || by[other.name] == 0 || by[victim.name]+by[other.name] != n {
-		t.Errorf("samples by machine %v: want the first from %s, the rest from %s", by, victim.name, other.name)
+	if by[victim.Name] < 3 || by[other.Name] == 0 || by[victim.Name]+by[other.Name] != n {
+		t.Errorf("samples by machine %v: want the first from %s, the rest from %s", by, victim.Name, other.Name)
 	}
 	state, err := st.LoadBisection(context.Background(), id)
 	if err != nil {
@@ -139,7 +138,7 @@ func TestKillNineMidBisection(t *testing.T) {
 	} else if state.Phase != bisect.PhaseDone || !strings.HasPrefix(state.Summary, "culprit c7 after") {
 		t.Errorf("bisection %s %q, want done with culprit c7 (as without the kill)", state.Phase, state.Summary)
 	}
-	other.stop(t)
+	other.Stop(t)
 }
 
 // TestPausedWorkerWritesRefused: a worker paused with SIGSTOP until its
@@ -150,20 +149,16 @@ func TestPausedWorkerWritesRefused(t *testing.T) {
 	const id, n = "sim-pause", 14
 	key := queueSim(t, st, id, "pause", n)
 	a := startChild(t, st, "pause-a", "pause")
-	waitFor(t, time.Minute, "pause-a takes the job", func() bool { return leaseHolder(t, st, key) == "pause-a" })
-	waitFor(t, time.Minute, "2 samples", func() bool { return len(simSamples(t, st, id)) >= 2 })
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	proctest.WaitUntil(t, time.Minute, "pause-a takes the job", func() bool { return leaseHolder(t, st, key) == "pause-a" })
+	proctest.WaitUntil(t, time.Minute, "2 samples", func() bool { return len(simSamples(t, st, id)) >= 2 })
+	a.Signal(t, syscall.SIGSTOP)
 	b := startChild(t, st, "pause-b", "pause")
-	waitFor(t, 2*time.Minute, "pause-b takes the job over", func() bool { return leaseHolder(t, st, key) == "pause-b" })
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, time.Minute, "pause-a says its write was refused or its lease lost", func() bool {
+	proctest.WaitUntil(t, 2*time.Minute, "pause-b takes the job over", func() bool { return leaseHolder(t, st, key) == "pause-b" })
+	a.Signal(t, syscall.SIGCONT)
+	proctest.WaitUntil(t, time.Minute, "pause-a says its write was refused or its lease lost", func() bool {
 		return strings.Contains(a.Output(), "write refused") || strings.Contains(a.Output(), `result="lease lost"`)
 	})
-	waitFor(t, 2*time.Minute, "the job completed", func() bool {
+	proctest.WaitUntil(t, 2*time.Minute, "the job completed", func() bool {
 		states, _ := jobRows(t, st, key)
 		return len(states) > 0 && states[len(states)-1] == "completed"
 	})
@@ -171,8 +166,8 @@ func TestPausedWorkerWritesRefused(t *testing.T) {
 	if !strings.Contains(a.Output(), "write refused") {
 		t.Errorf("pause-a wrote no sample after resuming (its lease loss was noticed first); want a refused write:\n%s", a.Output())
 	}
-	a.stop(t)
-	b.stop(t)
+	a.Stop(t)
+	b.Stop(t)
 }
 
 // TestNightlyOncePerTick: two daemons of one class, both scheduling the
@@ -202,14 +197,14 @@ func TestNightlyOncePerTick(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, 2*time.Minute, "2 ticks of night-a", func() bool { return len(ticks("night-a")) >= 2 })
+	proctest.WaitUntil(t, 2*time.Minute, "2 ticks of night-a", func() bool { return len(ticks("night-a")) >= 2 })
 	// A change of leader: a new leader enqueues the current tick at once
 	// (RunOnStart), which the unique arguments drop when it is queued.
-	a.stop(t)
+	a.Stop(t)
 	c := startChild(t, st, "night-3", "night-a", env...)
-	waitFor(t, 2*time.Minute, "5 ticks of night-a", func() bool { return len(ticks("night-a")) >= 5 })
-	b.stop(t)
-	c.stop(t)
+	proctest.WaitUntil(t, 2*time.Minute, "5 ticks of night-a", func() bool { return len(ticks("night-a")) >= 5 })
+	b.Stop(t)
+	c.Stop(t)
 	for _, class := range []string{"night-a", "night-b"} {
 		for tick, n := range ticks(class) {
 			if n != 1 {
@@ -258,20 +253,17 @@ func TestPostSurvivesCrash(t *testing.T) {
 	var c Common
 	_ = json.Unmarshal(job.EncodedArgs, &c)
 	a := startChild(t, st, "post-a", "posters", "PGBISECT_FAKE_GITHUB="+gh.URL)
-	waitFor(t, time.Minute, "post-a takes the post", func() bool { return leaseHolder(t, st, c.Key) == "post-a" })
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
+	proctest.WaitUntil(t, time.Minute, "post-a takes the post", func() bool { return leaseHolder(t, st, c.Key) == "post-a" })
+	a.Kill(t)
 	b := startChild(t, st, "post-b", "posters", "PGBISECT_FAKE_GITHUB="+gh.URL)
-	waitFor(t, 2*time.Minute, "the post completed", func() bool {
+	proctest.WaitUntil(t, 2*time.Minute, "the post completed", func() bool {
 		states, _ := jobRows(t, st, c.Key)
 		return len(states) > 0 && states[len(states)-1] == "completed"
 	})
 	if n := posts.Load(); n != 1 {
 		t.Errorf("%d posts, want 1", n)
 	}
-	b.stop(t)
+	b.Stop(t)
 }
 
 // TestSIGTERMSnoozes: SIGTERM stops a worker cleanly mid-job: the job is
@@ -282,8 +274,8 @@ func TestSIGTERMSnoozes(t *testing.T) {
 	const id, n = "sim-term", 10
 	key := queueSim(t, st, id, "term", n)
 	a := startChild(t, st, "term-a", "term")
-	waitFor(t, time.Minute, "3 samples", func() bool { return len(simSamples(t, st, id)) >= 3 })
-	a.stop(t)
+	proctest.WaitUntil(t, time.Minute, "3 samples", func() bool { return len(simSamples(t, st, id)) >= 3 })
+	a.Stop(t)
 	var attempt int
 	var errs int
 	if err := st.Pool().QueryRow(context.Background(), `SELECT attempt, coalesce(cardinality(errors), 0) FROM river_job WHERE args->>'key' = $1`, key).Scan(&attempt, &errs); err != nil {
@@ -296,12 +288,12 @@ func TestSIGTERMSnoozes(t *testing.T) {
 		t.Errorf("term-a's log lacks the interrupted job and its stop:\n%s", a.Output())
 	}
 	b := startChild(t, st, "term-b", "term")
-	waitFor(t, time.Minute, "the job completed", func() bool {
+	proctest.WaitUntil(t, time.Minute, "the job completed", func() bool {
 		states, _ := jobRows(t, st, key)
 		return len(states) == 1 && states[0] == "completed"
 	})
 	checkSamples(t, simSamples(t, st, id), n)
-	b.stop(t)
+	b.Stop(t)
 }
 
 // TestDuplicateMachineRefused: a daemon joining under the name of a live
@@ -311,18 +303,15 @@ func TestSIGTERMSnoozes(t *testing.T) {
 func TestDuplicateMachineRefused(t *testing.T) {
 	st := storetest.Store(t)
 	a := startChild(t, st, "dup-1", "dup")
-	waitFor(t, time.Minute, "dup-1 started", func() bool { return strings.Contains(a.Output(), "daemon started") })
+	proctest.WaitUntil(t, time.Minute, "dup-1 started", func() bool { return strings.Contains(a.Output(), "daemon started") })
 	b := startChild(t, st, "dup-1", "dup")
-	<-b.done
-	if code := b.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(b.Output(), `machine "dup-1" is live`) ||
+	<-b.Done()
+	if code := b.Cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(b.Output(), `machine "dup-1" is live`) ||
 		!strings.Contains(b.Output(), "--machine NAME") {
 		t.Fatalf("second daemon named dup-1 exited %d:\n%s", code, b.Output())
 	}
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
+	a.Kill(t)
 	c := startChild(t, st, "dup-1", "dup")
-	waitFor(t, time.Minute, "a restarted dup-1 started", func() bool { return strings.Contains(c.Output(), "daemon started") })
-	c.stop(t)
+	proctest.WaitUntil(t, time.Minute, "a restarted dup-1 started", func() bool { return strings.Contains(c.Output(), "daemon started") })
+	c.Stop(t)
 }
