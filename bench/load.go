@@ -94,7 +94,7 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // knownKeys are every key of the format, for "did you mean" hints.
 var knownKeys = []string{"name", "description", "variables", "initdb", "settings", "settings_by_version", "lifecycle",
 
-	"drop_caches", "warmup", "timeouts", "start", "setup", "workload", "matrix", "metrics",
+	"drop_caches", "warmup", "cluster_warmup", "timeouts", "start", "setup", "workload", "matrix", "metrics",
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
 	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
@@ -174,6 +174,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	}
 	if s.Warmup < 0 {
 		return errAt("$.warmup", "warmup must be 0 or more runs")
+	}
+	if s.ClusterWarmup < 0 {
+		return errAt("$.cluster_warmup", "cluster_warmup must be 0 or more runs")
 	}
 	if s.Timeouts.Start == 0 {
 		s.Timeouts.Start = 2 * time.Minute

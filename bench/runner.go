@@ -238,7 +238,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			r.progressf("  [%s] %s", label, line)
 		}
 	}}
+	warmups := sc.Warmup
 	if !c.setupOK {
+		warmups += sc.ClusterWarmup
 		settings, err := r.serverSettings(ctx, sc, t, u, exp, c.ownSettings())
 		if se := (*SettingError)(nil); errors.As(err, &se) {
 			// This build's server rejects the scenario: inside a bisection's
@@ -303,8 +305,8 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		r.log().Warn("machine is busy; results will be noisy", slog.Float64("load1", s.Env.LoadAvg[0]), slog.Int("cores", s.Env.Cores))
 	}
 	env.serverMetrics = sc.serverMetrics()
-	for i := 0; i < sc.Warmup; i++ {
-		if _, err := r.phase(ctx, env, fmt.Sprintf("warmup %d/%d", i+1, sc.Warmup), exp.workload, sc.Timeouts.Workload, label); err != nil {
+	for i := range warmups {
+		if _, err := r.phase(ctx, env, fmt.Sprintf("warmup %d/%d", i+1, warmups), exp.workload, sc.Timeouts.Workload, label); err != nil {
 			return nil, fail("warmup", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,11 +79,15 @@ func clusterDirs(t *testing.T, stateDir string) []string {
 	return dirs
 }
 
+// warmupRun is the progress line of a warm-up run's first step.
+var warmupRun = regexp.MustCompile(`warmup \d/\d 1/9: truncate \(sql\)`)
+
 // kindsScenario has every step kind and every value kind.
 const kindsScenario = `name: kinds
 lifecycle: restart
 drop_caches: true
 warmup: 1
+cluster_warmup: 1
 variables:
   rows: 1000
 settings:
@@ -200,8 +205,9 @@ func TestEveryStepAndMetricKind(t *testing.T) {
 		if s.Env.CachesDropped != proc.IsRoot() {
 			t.Errorf("caches dropped: %v as root=%v", s.Env.CachesDropped, proc.IsRoot())
 		}
-		if n := strings.Count(progress.String(), "warmup 1/1 1/9: truncate (sql)"); n != i+1 {
-			t.Errorf("after sample %d: %d warm-up runs, want %d\n%s", i, n, i+1, progress.String())
+		// One warm-up run per sample, and one more on the new cluster.
+		if n := len(warmupRun.FindAllString(progress.String(), -1)); n != i+2 {
+			t.Errorf("after sample %d: %d warm-up runs, want %d\n%s", i, n, i+2, progress.String())
 		}
 		dirs := clusterDirs(t, state)
 		if len(dirs) != 1 {

@@ -72,8 +72,14 @@ type Scenario struct {
 	OS OSSpec `yaml:"os"`
 	// Warmup is the number of unrecorded workload runs before the measured
 	// one in each sample. Default: 0.
-	Warmup   int      `yaml:"warmup"`
-	Timeouts Timeouts `yaml:"timeouts"`
+	Warmup int `yaml:"warmup"`
+	// ClusterWarmup is the number of unrecorded workload runs on a new
+	// cluster, before its first sample's measured run (after the Warmup
+	// runs): for a first run on a new cluster that is slower than the
+	// rest, at the cost of one run per cluster, not per sample. With the
+	// fresh lifecycle every sample has a new cluster. Default: 0.
+	ClusterWarmup int      `yaml:"cluster_warmup"`
+	Timeouts      Timeouts `yaml:"timeouts"`
 	// Matrix maps variables to the values swept; its points are the cross
 	// product, the last variable varying fastest.
 	Matrix yaml.MapSlice `yaml:"matrix"`
