@@ -356,7 +356,8 @@ func (s *State) markUnmeasurableCurve(i int, u *UnmeasurableError, now time.Time
 func (s *State) drain() {
 	for _, sub := range s.Curve.Searches {
 		for _, e := range sub.Events {
-			e.Message = "[" + sub.Inputs.Point + "] " + e.Message
+			e.Point = sub.Inputs.Point
+			e.Message = "[" + e.Point + "] " + e.Message
 			s.Events = append(s.Events, e)
 		}
 		sub.Events = nil

@@ -397,6 +397,10 @@ type Event struct {
 	Kind    string    `json:"kind"` // build, broken, unmeasurable, verdict, split, check, culprit, outcome, resume
 	Commit  string    `json:"commit,omitempty"`
 	Message string    `json:"message"`
+	// Point is, in a bisection of several points, the point of the search
+	// the event came from (its Message starts with "[POINT] " too, for
+	// the log); empty for the bisection's own events.
+	Point string `json:"point,omitempty"`
 }
 
 // DefaultThresholds rule the search's comparisons when Inputs.Thresholds

@@ -351,14 +351,16 @@ func confirmedCulprit(st *bisect.State, e bisect.Event) (string, bool) {
 }
 
 // searchOf is the search an event of st's log came from: in a bisection
-// of several points, the one its "[POINT] " prefix names (see
-// bisect.State.drain); otherwise, and for the bisection's own events, st.
+// of several points, the one its Point names (see bisect.State.drain);
+// otherwise, and for the bisection's own events, st. Events saved before
+// they had a Point name it by their "[POINT] " prefix.
 func searchOf(st *bisect.State, e bisect.Event) *bisect.State {
-	if st.Curve == nil || !strings.HasPrefix(e.Message, "[") {
+	if st.Curve == nil {
 		return st
 	}
 	for _, sub := range st.Curve.Searches {
-		if strings.HasPrefix(e.Message, "["+sub.Inputs.Point+"] ") {
+		p := sub.Inputs.Point
+		if e.Point == p || e.Point == "" && strings.HasPrefix(e.Message, "["+p+"] ") {
 			return sub
 		}
 	}

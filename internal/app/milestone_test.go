@@ -151,7 +151,38 @@ func TestMilestonesOfACurve(t *testing.T) {
 		}
 	}
 	t.Logf("milestones:\n%s", strings.Join(lines, "\n"))
+	for _, e := range st.Events {
+		if e.Point != "" != strings.HasPrefix(e.Message, "["+e.Point+"] ") {
+			t.Errorf("event %q has point %q: a search's event carries its point and says it", e.Message, e.Point)
+		}
+	}
 	if count["endpoints"] != 1 || count["5"] != 1 || count["9"] < 1 || count["other"] != 0 {
 		t.Errorf("milestones counted %v; want the endpoints once, commit 5 at p=2 once, commit 9, nothing else", count)
+	}
+}
+
+// TestSearchOf: an event of a bisection of several points is its
+// search's by its Point; one saved before events had a Point, by its
+// "[POINT] " prefix; the bisection's own events are the bisection's.
+func TestSearchOf(t *testing.T) {
+	commits := []bisect.Commit{{Hash: strings.Repeat("a", 40), Key: "a"}, {Hash: strings.Repeat("b", 40), Key: "b"}}
+	st, err := bisect.NewCurveState(bisect.Inputs{Repo: "lab", Good: commits[0].Hash, Bad: commits[1].Hash, Scenario: "lab", Metric: "elapsed",
+		Direction: stats.LowerIsBetter, Points: []string{"p=1", "p=2"}}, commits, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := st.Curve.Searches[1]
+	for _, tc := range []struct {
+		e    bisect.Event
+		want *bisect.State
+	}{
+		{bisect.Event{Point: "p=2", Message: "verdict: same"}, p2},
+		{bisect.Event{Message: "[p=2] verdict: same"}, p2},
+		{bisect.Event{Point: "p=1", Message: "[p=2] a message that quotes another point"}, st.Curve.Searches[0]},
+		{bisect.Event{Message: "outcome: found"}, st},
+	} {
+		if got := searchOf(st, tc.e); got != tc.want {
+			t.Errorf("searchOf(%+v) = the search of %q, want %q", tc.e, got.Inputs.Point, tc.want.Inputs.Point)
+		}
 	}
 }
