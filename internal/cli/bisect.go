@@ -71,12 +71,8 @@ func bisectRun(ctx context.Context, env *Env) error {
 	request := bisectFlags(fs)
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, "give revisions with --good and --bad"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q: give revisions with --good and --bad", pos[0])
 	}
 	req := request()
 	if err := req.Validate(); err != nil {

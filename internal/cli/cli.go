@@ -132,6 +132,20 @@ func newFlags(env *Env, name, usage string) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs parses env.Args with fs for a command that takes flags
+// only; a positional argument is a usage error, with hint (what to give
+// instead) when there is one.
+func parseNoArgs(fs *flag.FlagSet, env *Env, hint string) error {
+	pos, err := parseFlags(fs, env)
+	if err != nil || len(pos) == 0 {
+		return err
+	}
+	if hint != "" {
+		return usageError("unexpected argument %q: %s", pos[0], hint)
+	}
+	return usageError("unexpected argument %q", pos[0])
+}
+
 // parseFlags parses env.Args with fs and returns the positional arguments.
 // Flags may come before, between or after positional arguments
 // ("run REV --samples 5"), as users of git and pgbench expect; "--" ends

@@ -34,12 +34,8 @@ func daemonRun(ctx context.Context, env *Env) error {
 	noPost := fs.Bool("no-post", false, "record findings but post nothing (post jobs are left to other daemons)")
 	serveAddr := fs.String("serve", "", "also serve the web dashboard on `HOST:PORT` (e.g. 127.0.0.1:8080; see 'pgbisect serve')")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
 	}
 	a, cfg, err := flags.open(ctx, env)
 	if err != nil {
@@ -230,11 +226,7 @@ func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
 	request := bisectFlags(fs)
 	fs.Bool("json", false, "")
 	addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("unexpected argument %q", pos[0])
-	}
-	if err != nil {
+	if err := parseNoArgs(fs, env, ""); err != nil {
 		return app.BisectRequest{}, fmt.Errorf("a bisect job queued by an older pgbisect as %q: %v; queue it again with 'pgbisect request bisect'", l.Argv, err)
 	}
 	req := request()

@@ -15,12 +15,8 @@ func dbImport(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "db import", "[--state-dir DIR] [flags]")
 	from := fs.String("state-dir", "", "the state `DIR` whose bisections/ and findings/ files to import (default: the state directory)")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, "db import takes no arguments (give the directory with --state-dir DIR)"); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("db import takes no arguments, got %q (give the directory with --state-dir DIR)", pos)
 	}
 	cfg, err := flags.load()
 	if err != nil {

@@ -25,12 +25,8 @@ func nightlyRun(ctx context.Context, env *Env) error {
 	wait := fs.Bool("wait", false, "wait while another pgbisect job uses the machine (default: refuse)")
 	noPost := fs.Bool("no-post", false, "record findings but post nothing (they wait for 'pgbisect post --pending')")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
 	}
 	a, _, err := flags.open(ctx, env)
 	if err != nil {

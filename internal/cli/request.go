@@ -163,12 +163,8 @@ func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
 	fs.Bool("json", false, "(ignored: the daemon logs the result)")
 	flags := addStoreFlags(fs)
 	flags.class = fs.String("class", "", "the machine `CLASS` to run on, e.g. bench-2core (default: machine.class, else default)")
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, "give revisions with --good and --bad"); err != nil {
 		return app.BisectRequest{}, flags, err
-	}
-	if len(pos) > 0 {
-		return app.BisectRequest{}, flags, usageError("unexpected argument %q: give revisions with --good and --bad", pos[0])
 	}
 	req := request()
 	if req.Resume == "" && (req.Scenario == "" || req.Good == "" || req.Bad == "") {

@@ -32,12 +32,8 @@ func serveRun(ctx context.Context, env *Env) error {
 		"so keep a public one on loopback or behind a proxy; requests (the form, POST /api/requests) need the token in "+webTokenEnv+" (unset: read-only)")
 	commitURL := fs.String("commit-url", "", "link commit hashes to this URL with the hash appended (e.g. https://github.com/postgres/postgres/commit/)")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
 	}
 	cfg, err := flags.load()
 	if err != nil {

@@ -87,12 +87,8 @@ func statusRun(ctx context.Context, env *Env) error {
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	all := fs.Bool("all", false, "list every finished job, not only the last 10")
 	flags := addStoreFlags(fs)
-	pos, err := parseFlags(fs, env)
-	if err != nil {
+	if err := parseNoArgs(fs, env, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError("unexpected argument %q", pos[0])
 	}
 	cfg, err := flags.load()
 	if err != nil {
