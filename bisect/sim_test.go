@@ -21,6 +21,7 @@ var (
 	simRuns  = flag.Int("simruns", 200, "bisections per row of the simulation table")
 	simOnly  = flag.String("simrows", "", "comma-separated row numbers (from 1) of the simulation table to run; empty: all")
 	simPrev  = flag.Bool("simbefore", false, "run the table with the planner before issue 21 (plan 0, fresh samples only)")
+	simSeed  = flag.Uint64("simseed", 0, "added to every row's seed (fresh seeds: 5000)")
 )
 
 // simRows are the families of the README's simulation table.
@@ -74,7 +75,7 @@ func TestSimulationTable(t *testing.T) {
 		if *simPrev {
 			cfg.Plan, cfg.Window = -1, 1
 		}
-		row, err := SimulateRow(cfg, *simRuns, uint64(i+1), runtime.NumCPU())
+		row, err := SimulateRow(cfg, *simRuns, uint64(i+1)+*simSeed, runtime.NumCPU())
 		if err != nil {
 			t.Fatal(err)
 		}
