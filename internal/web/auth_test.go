@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -185,40 +183,21 @@ func TestRequestForm(t *testing.T) {
 	st := storetest.Store(t)
 	const token = "form-token-0123456789"
 	const class = "web-form"
-	queue, err := jobs.NewQueue(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enqueue := func(ctx context.Context, r Request) (int64, error) {
+	queue := newTestQueue(t, st, class)
+	enqueue := queue.enqueue(func(r Request) error {
 		if r.Scenario == "copy-singel" {
-			return 0, fmt.Errorf("%w: %w", ErrInvalid, &FieldError{"scenario", `unknown scenario "copy-singel" (did you mean copy-single?)`})
+			return fmt.Errorf("%w: %w", ErrInvalid, &FieldError{"scenario", `unknown scenario "copy-singel" (did you mean copy-single?)`})
 		}
-		row, err := queue.Enqueue(ctx, app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}, class)
-		if err != nil {
-			return 0, err
-		}
-		return row.ID, nil
-	}
-	srv, err := New(st, Config{Token: token, Enqueue: enqueue, Jobs: queue, Scenarios: []string{"copy-single", "select-only"}})
+		return nil
+	})
+	srv, err := New(st, Config{Token: token, Enqueue: enqueue, Jobs: queue.q, Scenarios: []string{"copy-single", "select-only"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := noRedirect(ts)
-	open := func() []jobs.Job {
-		all, err := queue.Jobs(context.Background(), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []jobs.Job
-		for _, j := range all {
-			if j.Class == class {
-				out = append(out, j)
-			}
-		}
-		return out
-	}
+	open := queue.jobs
 	session := map[string]string{"Cookie": writeCookie + "=" + srv.sessionValue("write", time.Now().Add(time.Hour))}
 
 	if resp, body := do(t, c, "GET", ts.URL+"/request", "", nil); resp.StatusCode != 401 || !strings.Contains(body, `name="token"`) {
@@ -266,7 +245,7 @@ func TestRequestForm(t *testing.T) {
 	if _, body := do(t, c, "GET", ts.URL+"/?queued="+itoa(js[0].ID), "", nil); !strings.Contains(body, "Queued job "+itoa(js[0].ID)) {
 		t.Errorf("the overview does not say the job was queued:\n%s", body)
 	}
-	if _, err := queue.Cancel(context.Background(), js[0].ID); err != nil {
+	if _, err := queue.q.Cancel(context.Background(), js[0].ID); err != nil {
 		t.Fatal(err)
 	}
 }

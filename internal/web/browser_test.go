@@ -15,8 +15,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -287,36 +285,15 @@ func TestBrowserRequestForm(t *testing.T) {
 	st := storetest.Store(t)
 	const token = "browser-form-token-0123456789"
 	const class = "web-browser-form" // no daemon of these tests takes its jobs
-	queue, err := jobs.NewQueue(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enqueue := func(ctx context.Context, r Request) (int64, error) {
-		row, err := queue.Enqueue(ctx, app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}, class)
-		if err != nil {
-			return 0, err
-		}
-		return row.ID, nil
-	}
-	srv, err := New(st, Config{Token: token, Private: true, Enqueue: enqueue, Jobs: queue, Scenarios: []string{"copy-single"}})
+	queue := newTestQueue(t, st, class)
+	enqueue := queue.enqueue(nil)
+	srv, err := New(st, Config{Token: token, Private: true, Enqueue: enqueue, Jobs: queue.q, Scenarios: []string{"copy-single"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close) // after the browser's cleanup closes its event streams
-	queued := func() []jobs.Job {
-		all, err := queue.Jobs(context.Background(), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []jobs.Job
-		for _, j := range all {
-			if j.Class == class {
-				out = append(out, j)
-			}
-		}
-		return out
-	}
+	queued := queue.jobs
 	f := seed(t, st, "form")
 	b := newBrowser(t)
 
@@ -380,7 +357,7 @@ func TestBrowserRequestForm(t *testing.T) {
 	if js := queued(); len(js) != 1 {
 		t.Errorf("the refused requests queued jobs: %+v", js)
 	}
-	if _, err := queue.Cancel(context.Background(), js[0].ID); err != nil {
+	if _, err := queue.q.Cancel(context.Background(), js[0].ID); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
@@ -22,37 +20,14 @@ func TestRequests(t *testing.T) {
 	st := storetest.Store(t)
 	const token = "s3cret-token"
 	const class = "web-requests" // no daemon of these tests takes its jobs
-	queue, err := jobs.NewQueue(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enqueue := func(ctx context.Context, r Request) (int64, error) {
+	queue := newTestQueue(t, st, class)
+	enqueue := queue.enqueue(func(r Request) error {
 		if strings.HasSuffix(r.Scenario, "missing.yaml") {
-			return 0, fmt.Errorf("%w: scenario %s: no such file", ErrInvalid, r.Scenario)
+			return fmt.Errorf("%w: scenario %s: no such file", ErrInvalid, r.Scenario)
 		}
-		var req app.Request = app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point}
-		if r.Kind == "compare" {
-			req = app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect}
-		}
-		row, err := queue.Enqueue(ctx, req, class)
-		if err != nil {
-			return 0, err
-		}
-		return row.ID, nil
-	}
-	classJobs := func() []jobs.Job {
-		all, err := queue.Jobs(context.Background(), 0) // the jobs not finished
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []jobs.Job
-		for _, j := range all {
-			if j.Class == class {
-				out = append(out, j)
-			}
-		}
-		return out
-	}
+		return nil
+	})
+	classJobs := queue.jobs
 	srv, err := New(st, Config{Token: token, Enqueue: enqueue})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +120,7 @@ func TestRequests(t *testing.T) {
 		if len(got) != 1 || got[0].ID != out.ID || got[0].Kind != tc.kind || got[0].State != "available" || !strings.Contains(string(got[0].Args), "REL_16_0") {
 			t.Fatalf("job %d: %+v", out.ID, got)
 		}
-		if _, err := queue.Cancel(context.Background(), out.ID); err != nil {
+		if _, err := queue.q.Cancel(context.Background(), out.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
