@@ -12,6 +12,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -54,14 +55,14 @@ func TestBisectCurveEndToEnd(t *testing.T) {
 		"--good", base, "--bad", bad, "--point", "all", "--min-effect", "0.10", "--max-samples", "10",
 		"--no-revert-check", "--profile-runs", "0", "--json"}, &stdout, &stderr)
 	if code != 0 {
-		t.Fatalf("pgbisect bisect exited %d:\n%s", code, demoTail(stderr.String(), 60))
+		t.Fatalf("pgbisect bisect exited %d:\n%s", code, proctest.LastLines(stderr.String(), 60))
 	}
 	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
+		t.Fatalf("output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
 	}
 	if f.Kind != finding.Regression || len(f.Culprits) != 1 || f.Culprits[0].Commit.Hash != culprit || f.Culprits[0].IsRange() {
-		t.Fatalf("finding %s with culprits %+v, want %s alone; warnings: %v\n%s", f.Kind, f.Culprits, short(culprit), f.Warnings, demoTail(stderr.String(), 40))
+		t.Fatalf("finding %s with culprits %+v, want %s alone; warnings: %v\n%s", f.Kind, f.Culprits, short(culprit), f.Warnings, proctest.LastLines(stderr.String(), 40))
 	}
 	if strings.Join(f.Points, " ") != "type=int type=text" {
 		t.Errorf("points %v", f.Points)

@@ -49,7 +49,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	// once made), which both daemons' state directories point to.
 	var out bytes.Buffer
 	if code := Main(ctx, []string{"build", "--state", shared, "--repo", h.Dir, good, culprit, bad}, &out, &out); code != 0 {
-		t.Fatalf("building the range: %s", demoTail(out.String(), 30))
+		t.Fatalf("building the range: %s", proctest.LastLines(out.String(), 30))
 	}
 	scenario, err := filepath.Abs("../../configs/scenarios/copy-single.yaml")
 	if err != nil {

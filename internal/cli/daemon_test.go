@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -59,7 +59,7 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var dout syncBuf
+	var dout proctest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--machine", "test-machine", "--serve", "127.0.0.1:0"}, &dout, &dout)
@@ -128,21 +128,4 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 			t.Errorf("daemon output lacks %q:\n%s", want, dout.String())
 		}
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
@@ -43,11 +44,11 @@ func TestDemoEndToEnd(t *testing.T) {
 		"-s", "../../configs/scenarios/copy-single.yaml", "--rows", "200000", "--json"}, &stdout, &stderr)
 	wall := time.Since(start)
 	if code != 0 {
-		t.Fatalf("pgbisect demo exited %d after %s:\n%s", code, wall.Round(time.Second), demoTail(stderr.String(), 60))
+		t.Fatalf("pgbisect demo exited %d after %s:\n%s", code, wall.Round(time.Second), proctest.LastLines(stderr.String(), 60))
 	}
 	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("demo output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
+		t.Fatalf("demo output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
 	}
 	t.Logf("demo: %s wall, %d builds, %d samples (%v)", wall.Round(time.Second), f.Builds, f.Samples, f.SamplesBy)
 	var h demoHistory
@@ -103,7 +104,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	for _, c := range h.Culprits {
 		if !slices.Contains(named, c) {
 			t.Errorf("injected regression %s not named (named %v, unresolved %+v)\n%s",
-				c[:10], named, st.Unresolved, demoTail(stderr.String(), 60))
+				c[:10], named, st.Unresolved, proctest.LastLines(stderr.String(), 60))
 		}
 	}
 	samples, err := results.Samples(ctx, store.SampleQuery{BisectionID: st.ID, Metric: "copy_time"})
@@ -122,7 +123,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	var again, againErr bytes.Buffer
 	if code := Main(ctx, []string{"bisect", "--state", state, "--resume", st.ID}, &again, &againErr); code != 0 ||
 		!strings.Contains(again.String(), "bisection "+st.ID) || !strings.Contains(again.String(), short(f.Culprits[0].Commit.Hash)) {
-		t.Errorf("bisect --resume %s exited %d:\n%s\n%s", st.ID, code, again.String(), demoTail(againErr.String(), 20))
+		t.Errorf("bisect --resume %s exited %d:\n%s\n%s", st.ID, code, again.String(), proctest.LastLines(againErr.String(), 20))
 	}
 	tried, skipped := false, false
 	for _, b := range st.Builds {
@@ -186,14 +187,6 @@ func demoCheckGuide(t *testing.T, st *bisect.State, h demoHistory) {
 		}
 	}
 	t.Errorf("the profile of the endpoints does not point at NextCopyFrom: %+v", st.Guide)
-}
-
-func demoTail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // demoCheckProfiles checks "where the time went" of the demo's report:

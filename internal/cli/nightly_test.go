@@ -18,6 +18,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/nightly"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -90,7 +91,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 		start := time.Now()
 		code := Main(ctx, []string{"nightly", "--config", cfgFile, "--state", state, "--db", st.Cluster().URL(), "--no-post", "--wait"}, &out, &errb)
 		if code != 0 {
-			t.Fatalf("pass %d: pgbisect nightly exited %d:\n%s", n, code, demoTail(errb.String(), 60))
+			t.Fatalf("pass %d: pgbisect nightly exited %d:\n%s", n, code, proctest.LastLines(errb.String(), 60))
 		}
 		run, err := st.LastNightly(ctx, "master")
 		if err != nil {

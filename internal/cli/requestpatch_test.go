@@ -12,6 +12,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/gittest"
 	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -62,7 +63,7 @@ func TestDaemonAppliesQueuedPatch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var dout syncBuf
+	var dout proctest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"daemon", "--config", cfgFile, "--state", state, "--no-nightly", "--machine", "patch-machine"}, &dout, &dout)

@@ -18,6 +18,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/notify"
 )
 
@@ -162,17 +163,17 @@ func TestRevertCheckAndPatchEndToEnd(t *testing.T) {
 		"--good", h.base, "--bad", h.shift, "--set", "rows=100000", "--metric", "copy_time", "--min-effect", "0.10", "--max-samples", "30", "--json"},
 		&stdout, &stderr)
 	if code != 0 {
-		t.Fatalf("pgbisect bisect exited %d:\n%s", code, demoTail(stderr.String(), 60))
+		t.Fatalf("pgbisect bisect exited %d:\n%s", code, proctest.LastLines(stderr.String(), 60))
 	}
 	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
+		t.Fatalf("output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
 	}
 	if f.Kind != finding.Regression || len(f.Culprits) != 1 || f.Culprits[0].Commit.Hash != h.culprit {
-		t.Fatalf("finding %s with culprits %+v, want the regression %s\n%s", f.Kind, f.Culprits, short(h.culprit), demoTail(stderr.String(), 40))
+		t.Fatalf("finding %s with culprits %+v, want the regression %s\n%s", f.Kind, f.Culprits, short(h.culprit), proctest.LastLines(stderr.String(), 40))
 	}
 	if len(f.Reverts) != 1 {
-		t.Fatalf("%d revert checks, want 1:\n%s", len(f.Reverts), demoTail(stderr.String(), 40))
+		t.Fatalf("%d revert checks, want 1:\n%s", len(f.Reverts), proctest.LastLines(stderr.String(), 40))
 	}
 	rc := f.Reverts[0]
 	if rc.Skipped != "" || rc.Build == "" || rc.Comparison == nil {
@@ -198,7 +199,7 @@ func TestRevertCheckAndPatchEndToEnd(t *testing.T) {
 		t.Fatalf("compare --patch exited %d:\n%s", code, out)
 	}
 	if res.B != short(h.shift)+"+patch" || len(res.Patches) != 1 || !strings.Contains(out, "the patched tree is commit "+short(rc.Build)) {
-		t.Errorf("compare --patch: A %s, B %s, patches %v; want B the patched %s:\n%s", res.A, res.B, res.Patches, short(rc.Build), demoTail(out, 20))
+		t.Errorf("compare --patch: A %s, B %s, patches %v; want B the patched %s:\n%s", res.A, res.B, res.Patches, short(rc.Build), proctest.LastLines(out, 20))
 	}
 	for _, m := range res.Points[0].Metrics {
 		if m.Name == "copy_time" {

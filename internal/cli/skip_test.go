@@ -12,6 +12,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -68,11 +69,11 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 		"--good", base, "--bad", culprit, "--set", "rows=100000", "--metric", "copy_time", "--min-effect", "0.10", "--max-samples", "20"}
 	var stdout, stderr bytes.Buffer
 	if code := Main(ctx, append(args, "--max-time", "1s"), &stdout, &stderr); code != 0 {
-		t.Fatalf("pgbisect bisect --max-time 1s exited %d:\n%s", code, demoTail(stderr.String(), 60))
+		t.Fatalf("pgbisect bisect --max-time 1s exited %d:\n%s", code, proctest.LastLines(stderr.String(), 60))
 	}
 	for _, want := range []string{"budget: up to 20 samples per side per comparison, 40 per check; estimated ", "time bound 1s"} {
 		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, demoTail(stderr.String(), 30))
+			t.Errorf("stderr lacks %q:\n%s", want, proctest.LastLines(stderr.String(), 30))
 		}
 	}
 	for _, want := range []string{": time-bound\nstopped at the time bound of 1s", "verdicts made before the time bound", "--max-time 2s"} {
@@ -84,17 +85,17 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 	stderr.Reset()
 	code := Main(ctx, append(args, "--max-time", "1h", "--json"), &stdout, &stderr)
 	if !strings.Contains(stderr.String(), "had stopped at its time bound; continuing with --max-time 1h0m0s") {
-		t.Errorf("the second run does not say it continues the stopped bisection:\n%s", demoTail(stderr.String(), 30))
+		t.Errorf("the second run does not say it continues the stopped bisection:\n%s", proctest.LastLines(stderr.String(), 30))
 	}
 	if code != 0 {
-		t.Fatalf("pgbisect bisect exited %d:\n%s", code, demoTail(stderr.String(), 60))
+		t.Fatalf("pgbisect bisect exited %d:\n%s", code, proctest.LastLines(stderr.String(), 60))
 	}
 	f, err := finding.Unmarshal(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("output is not a finding: %v\n%s", err, demoTail(stdout.String(), 20))
+		t.Fatalf("output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
 	}
 	if f.Kind != finding.Regression || len(f.Culprits) != 1 {
-		t.Fatalf("finding %s with %d culprits, want one regression; warnings: %v\n%s", f.Kind, len(f.Culprits), f.Warnings, demoTail(stderr.String(), 40))
+		t.Fatalf("finding %s with %d culprits, want one regression; warnings: %v\n%s", f.Kind, len(f.Culprits), f.Warnings, proctest.LastLines(stderr.String(), 40))
 	}
 	c := f.Culprits[0]
 	if len(c.Range) != 2 || c.Range[0].Hash != crash || c.Range[1].Hash != culprit {

@@ -25,9 +25,27 @@ type Proc struct {
 	Name string
 	Cmd  *exec.Cmd
 
-	mu   sync.Mutex
-	out  bytes.Buffer
+	out  Buffer
 	done chan struct{}
+}
+
+// Buffer is a bytes.Buffer that a process or goroutine may write while
+// the test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // Start starts cmd, named name in failures; its stdout and stderr go to
@@ -60,22 +78,17 @@ func Start(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 }
 
 // Write appends to the output; it is the child's stdout and stderr.
-func (p *Proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
+func (p *Proc) Write(b []byte) (int, error) { return p.out.Write(b) }
 
 // Output is everything the process has written so far.
-func (p *Proc) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
+func (p *Proc) Output() string { return p.out.String() }
 
 // Tail is the last n lines of the output.
-func (p *Proc) Tail(n int) string {
-	lines := strings.Split(strings.TrimRight(p.Output(), "\n"), "\n")
+func (p *Proc) Tail(n int) string { return LastLines(p.Output(), n) }
+
+// LastLines is the last n lines of s, for failure messages.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
