@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -27,6 +28,8 @@ type bisectionView struct {
 	// number, where the page's live stream starts.
 	Events  []eventView
 	LastSeq int64
+	// GoodHref and BadHref link the endpoints (see commitRow.Href).
+	GoodHref, BadHref string
 }
 
 // commitRow is one commit of the range with what the search knows of it.
@@ -37,6 +40,10 @@ type commitRow struct {
 	N       int
 	Median  float64
 	Verdict string // of the pair this commit ends, when judged
+	// Href links the commit: to Config.CommitURL, or to its page when the
+	// store has samples of it ("" when it has none: a commit never
+	// measured, or one measured as the build it shares with its parent).
+	Href string
 }
 
 // pairRow is one comparison of the search.
@@ -76,14 +83,17 @@ func viewEvent(e store.Event) eventView {
 }
 
 // eventText summarises a payload whose shape belongs to its producer: its
-// "message" when it has one, else its scalar fields.
+// "message" or "text" (internal/app's events) when it has one, else its
+// scalar fields.
 func eventText(payload json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(payload, &m) != nil {
 		return string(payload)
 	}
-	if msg, ok := m["message"].(string); ok {
-		return msg
+	for _, k := range []string{"message", "text"} { // a note's own line
+		if msg, ok := m[k].(string); ok && msg != "" {
+			return msg
+		}
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range m {
@@ -104,6 +114,24 @@ func eventText(payload json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// pairVerdict is what the comparisons table says of p: its verdict, or
+// why it has none. Only a bisection still running has pending pairs.
+func pairVerdict(p bisect.Pair, done bool) string {
+	switch {
+	case p.Dropped:
+		return "dropped (a commit in it could not be measured)"
+	case p.Verdict != bisect.VerdictPending:
+		return string(p.Verdict)
+	case p.Inferred:
+		return "regression, inferred (its older half was judged the same)"
+	case p.Deferred && done:
+		return "judged within a merged pair"
+	case done:
+		return "not needed"
+	}
+	return "pending"
 }
 
 // loadBisection reads bisection id and lays it out.
@@ -129,11 +157,20 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		if !p.Dropped && p.Verdict != bisect.VerdictPending {
 			verdict[p.Right] = string(p.Verdict)
 		}
-		v.Pairs = append(v.Pairs, pairRow{Left: st.Commits[p.Left], Right: st.Commits[p.Right], Verdict: string(p.Verdict), Result: p.Result})
+		v.Pairs = append(v.Pairs, pairRow{Left: st.Commits[p.Left], Right: st.Commits[p.Right], Verdict: pairVerdict(p, st.Done()), Result: p.Result})
 	}
+	samples, err := s.st.Samples(ctx, store.SampleQuery{BisectionID: id, AnyPoint: true})
+	if err != nil {
+		return nil, err
+	}
+	measured := map[string]bool{}
+	for _, sm := range samples {
+		measured[sm.Commit] = true
+	}
+	v.GoodHref, v.BadHref = s.commitHref(st.Inputs.Good, measured[st.Inputs.Good]), s.commitHref(st.Inputs.Bad, measured[st.Inputs.Bad])
 	v.Chart = chartData{Metric: st.Inputs.Metric, Culprits: []int{}}
 	for i, c := range st.Commits {
-		row := commitRow{Index: i, Commit: c, Role: role[i], Verdict: verdict[i]}
+		row := commitRow{Index: i, Commit: c, Role: role[i], Verdict: verdict[i], Href: s.commitHref(c.Hash, measured[c.Hash])}
 		xs := slices.Sorted(slices.Values(st.Samples[c.Key]))
 		if !c.NoCompile { // a no-compile commit shares its parent's samples
 			row.N = len(xs)
@@ -228,8 +265,11 @@ func (s *Server) bisectionJSON(w http.ResponseWriter, r *http.Request) {
 
 // events streams job {job}'s stored events as server-sent events, from
 // after the Last-Event-ID the browser resends on reconnecting, or ?after=N,
-// until the client goes away. Each event's data is an eventView as JSON and
-// its id the event's sequence number.
+// until the job's last event ("done") or the client goes away. Each
+// event's data is an eventView as JSON and its id the event's sequence
+// number. After the last event the server ends the stream, and a browser
+// reconnecting after it gets 204 No Content, which tells an EventSource
+// not to reconnect: a page of finished work holds no connection open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	job := r.PathValue("job")
 	after := r.Header.Get("Last-Event-ID")
@@ -245,6 +285,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		afterSeq = n
 	}
+	ctx, cancel := s.ctx(r)
+	last, err := s.st.LastEvents(ctx, job, 1)
+	cancel()
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(last) == 1 && last[0].Kind == string(app.KindDone) && last[0].Seq <= afterSeq {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -257,7 +310,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	err := s.st.FollowEvents(r.Context(), job, afterSeq, func(e store.Event) error {
+	err = s.st.FollowEvents(r.Context(), job, afterSeq, func(e store.Event) error {
 		data, err := json.Marshal(viewEvent(e))
 		if err != nil {
 			return err
@@ -265,7 +318,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data); err != nil {
 			return err
 		}
-		return rc.Flush()
+		if err := rc.Flush(); err != nil {
+			return err
+		}
+		if e.Kind == string(app.KindDone) {
+			return store.ErrStopFollowing
+		}
+		return nil
 	})
 	if err != nil && r.Context().Err() == nil {
 		s.log.Warn("following job events", "job", job, "err", err)

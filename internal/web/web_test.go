@@ -70,13 +70,14 @@ func TestPages(t *testing.T) {
 		{"/series", []string{f.Scenario, "scenario=" + f.Scenario}},
 		{seriesPath(f), []string{`id="series-data"`, step.Commit, `"change_points":[{"index":10`, f.FindingID,
 			`"culprits":[{"index":10`}},
-		{"/nights/" + itoa(step.ID) + "?" + seriesPath(f)[len("/series?"):], []string{f.Branch, "key-" + step.Commit, "1m35s", "850"}},
-		{"/commits/" + step.Commit, []string{"5 samples", "key-" + step.Commit, f.Scenario}},
+		{"/nights/" + itoa(step.ID) + "?" + seriesPath(f)[len("/series?"):], []string{f.Branch, "key-" + step.Commit, "10.76 s", "850"}},
+		{"/commits/" + step.Commit, []string{"6 samples", "key-" + step.Commit, f.Scenario, "<td>10.76 s</td>", "<td>300,000</td>"}},
+		{"/series?scenario=never-measured&metric=copy_time", []string{`id="no-nights"`, "No nightly pass has measured this series yet"}},
 		{"/bisections", []string{f.BisectionID}},
 		{"/bisections/" + f.BisectionID, []string{`data-phase="done"`, `data-outcome="found"`, short(f.Culprit),
 			`class="role-culprit"`, `id="events"`, "<b>saved</b>", "phase=done"}},
 		{"/findings/" + f.FindingID, []string{f.IssueURL, "Make COPY slower", "<table>",
-			`src="/findings/` + f.FindingID + `/plots/bisection.png"`, `/plots/series.png"`}},
+			`src="/findings/` + f.FindingID + `/plots/bisection.png"`, `/plots/series.png"`, `href="` + f.FlameGraph + `"`}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			code, body, h := get(t, ts, tc.path)
@@ -91,7 +92,23 @@ func TestPages(t *testing.T) {
 					t.Errorf("GET %s: no %q in\n%s", tc.path, w, body)
 				}
 			}
+			// Loose ends none of the pages may have: a number with an
+			// exponent or a raw duration, an empty log column, a finished
+			// bisection's pending comparison, a server path or a job's
+			// raw arguments in the queue.
+			for _, bad := range []string{"e+0", "10.764147s", "<th>log</th>", "<td>pending</td>", "/srv/pgbisect", "&#34;key&#34;", "&#34;request&#34;"} {
+				if strings.Contains(body, bad) {
+					t.Errorf("GET %s shows %q:\n%s", tc.path, bad, body)
+				}
+			}
 		})
+	}
+	// The queued job's request, field by field.
+	_, body, _ := get(t, ts, "/")
+	want := fmt.Sprintf(`<td><a href="/jobs/%d">%d</a></td><td>bisect</td><td>copy-pages</td><td>v2..v3</td><td>copy_time</td><td>clients=4</td><td>%s</td>`,
+		f.Queued, f.Queued, f.Requester)
+	if !strings.Contains(body, want) {
+		t.Errorf("the queue does not list the request's fields %s:\n%s", want, body)
 	}
 }
 
@@ -136,10 +153,16 @@ func TestBadRequests(t *testing.T) {
 		{"/bisections/no-such-bisection", 404, "no such bisection: no-such-bisection"},
 		{"/findings/no-such-finding", 404, "finding no-such-finding"},
 		{"/findings/" + f.FindingID + "/plots/other.png", 404, "has no plot"},
-		{"/nights/x", 404, "ids are numbers"},
+		{"/nights/x", 400, "ids are numbers"},
+		{"/jobs/abc", 400, "job ids are numbers"},
+		{"/api/jobs/abc", 400, "job ids are numbers"},
+		{"/api/bisections?limit=0", 400, "limit="},
+		{"/api/findings?limit=x", 400, "limit="},
+		{"/api/bisections?after=no-such-bisection", 400, "after="},
+		{"/api/findings?after=no-such-finding", 400, "after="},
 		{"/nights/999999999", 404, "nightly run 999999999"},
 		{"/commits/0000000000000000000000000000000000000000", 404, "no measurement of commit"},
-		{"/series?scenario=nope&metric=tps", 404, "no nightly series"},
+		{"/api/series?scenario=nope&metric=tps", 404, "no nightly series"},
 		{"/api/series?scenario=x", 400, `query parameter \"metric\" is required`},
 		{"/events/x?after=-1", 400, "after="},
 	} {
@@ -268,6 +291,111 @@ func TestEventStream(t *testing.T) {
 	r = bufio.NewReader(resp2.Body)
 	if id, ev := next(); id != "3" || ev.Kind != "culprit" {
 		t.Fatalf("after reconnecting: %s %+v", id, ev)
+	}
+
+	// The job's last event ends the stream: the server closes it.
+	if _, err := other.AppendEvent(ctx, job, "done", json.RawMessage(`{"kind": "done"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if id, ev := next(); id != "4" || ev.Kind != "done" {
+		t.Fatalf("the last event: %s %+v", id, ev)
+	}
+	if rest, err := io.ReadAll(r); err != nil || strings.TrimSpace(string(rest)) != "" {
+		t.Errorf("after the last event the stream sent %q, %v; want its end", rest, err)
+	}
+	// A browser reconnecting after it is told not to (204); one that
+	// missed events gets them and the end.
+	for _, tc := range []struct {
+		after string
+		code  int
+	}{{"4", http.StatusNoContent}, {"3", http.StatusOK}} {
+		req, _ = http.NewRequestWithContext(ctx, "GET", ts.URL+"/events/"+job, nil)
+		req.Header.Set("Last-Event-ID", tc.after)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body) // returns: the server ends the stream
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != tc.code || (tc.code == 200) != strings.Contains(string(body), "id: 4\n") {
+			t.Errorf("reconnecting after event %s: %d %q %v", tc.after, resp.StatusCode, body, err)
+		}
+	}
+}
+
+// TestListings pages through /api/bisections and /api/findings with the
+// "next" each page gives.
+func TestListings(t *testing.T) {
+	ts, st := newTestServer(t)
+	f := seed(t, st, "listing")
+	other := newSimBisection(t, st, "listing2", 0)
+	if err := other.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type page struct {
+		Bisections []struct {
+			ID, Status, Outcome, Scenario, Metric, Good, Bad, URL string
+		} `json:"bisections"`
+		Findings []struct {
+			ID, Kind, Scenario, URL string
+			Culprits, Issues        []string
+		} `json:"findings"`
+		Next string `json:"next"`
+	}
+	read := func(path string) page {
+		t.Helper()
+		code, body, h := get(t, ts, path)
+		var p page
+		if err := json.Unmarshal([]byte(body), &p); code != 200 || err != nil || h.Get("Content-Type") != "application/json" {
+			t.Fatalf("GET %s: %d %v\n%s", path, code, err, body)
+		}
+		return p
+	}
+	// Every bisection once, newest first, one a page.
+	seen := map[string]int{}
+	var ids []string
+	for path, pages := "/api/bisections?limit=1", 0; path != ""; pages++ {
+		p := read(path)
+		if len(p.Bisections) > 1 || pages > 1000 {
+			t.Fatalf("GET %s: %d bisections on a page of 1", path, len(p.Bisections))
+		}
+		for _, b := range p.Bisections {
+			seen[b.ID]++
+			ids = append(ids, b.ID)
+			if b.ID == f.BisectionID && (b.Status != "done" || b.Outcome != "found" || b.Scenario != "copy-listing" ||
+				b.Metric != "elapsed" || len(b.Good) != 40 || b.URL != "/api/bisections/"+b.ID) {
+				t.Errorf("the fixture's bisection is listed as %+v", b)
+			}
+		}
+		path = p.Next
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("bisection %s listed %d times", id, n)
+		}
+	}
+	if seen[f.BisectionID] != 1 || seen[other.state.ID] != 1 {
+		t.Errorf("the listing lacks %s or %s: %v", f.BisectionID, other.state.ID, ids)
+	}
+	if p := read("/api/bisections?limit=2"); len(p.Bisections) != 2 || p.Bisections[0].ID != ids[0] || p.Bisections[1].ID != ids[1] {
+		t.Errorf("a page of 2: %+v, want %v first", p.Bisections, ids[:2])
+	}
+	fs := read("/api/findings")
+	var found bool
+	for _, fi := range fs.Findings {
+		if fi.ID == f.FindingID {
+			found = true
+			if fi.Kind != "regression" || fi.Scenario != f.Scenario || len(fi.Culprits) != 1 || len(fi.Issues) != 1 || fi.Issues[0] != f.IssueURL ||
+				fi.URL != "/findings/"+f.FindingID {
+				t.Errorf("the fixture's finding is listed as %+v", fi)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("/api/findings lacks %s: %+v", f.FindingID, fs.Findings)
+	}
+	if last := read("/api/findings?limit=1&after=" + url.QueryEscape(fs.Findings[len(fs.Findings)-1].ID)); len(last.Findings) != 0 || last.Next != "" {
+		t.Errorf("after the last finding: %+v", last)
 	}
 }
 

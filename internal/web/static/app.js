@@ -133,10 +133,16 @@
         .finally(() => { busy = false; if (again) { again = false; reload(); } });
     };
     const src = new EventSource(`/events/${encodeURIComponent(id)}?after=${list.dataset.after}`);
+    // The server ends the stream after the job's last event ("done"), and
+    // answers a reconnection after it with 204, which closes the source.
+    const ended = () => { src.close(); status.textContent = "ended"; status.dataset.state = "ended"; };
     src.onopen = () => { status.textContent = "live"; };
-    src.onerror = () => { status.textContent = "reconnecting…"; };
+    src.onerror = () => {
+      if (src.readyState === EventSource.CLOSED) ended(); else status.textContent = "reconnecting…";
+    };
     src.onmessage = (m) => {
       const ev = JSON.parse(m.data);
+      if (ev.kind === "done") ended();
       const li = document.createElement("li");
       const at = document.createElement("span"), kind = document.createElement("b");
       at.className = "at"; at.textContent = ev.at;
@@ -154,7 +160,11 @@
   function followJobs() {
     for (const el of document.querySelectorAll(".live-job")) {
       const src = new EventSource(`/events/${encodeURIComponent(el.dataset.job)}`);
-      src.onmessage = (m) => { const ev = JSON.parse(m.data); el.textContent = `${ev.kind}: ${ev.text}`; };
+      src.onmessage = (m) => {
+        const ev = JSON.parse(m.data);
+        el.textContent = `${ev.kind}: ${ev.text}`;
+        if (ev.kind === "done") src.close(); // the job's last event
+      };
       window.addEventListener("pagehide", () => src.close());
     }
   }
