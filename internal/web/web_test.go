@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
@@ -214,6 +215,22 @@ func TestFindingPlotIsPNG(t *testing.T) {
 	if code != 200 || h.Get("Content-Type") != "image/png" || !strings.HasPrefix(body, "\x89PNG") {
 		t.Fatalf("%d %q %q", code, h.Get("Content-Type"), body[:min(len(body), 8)])
 	}
+	// The flame graph comes from the store, which notify.Publish gave it.
+	if code, body, h := get(t, ts, f.FlameGraph); code != 200 || h.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(body, "<svg") {
+		t.Fatalf("flame graph: %d %q %q", code, h.Get("Content-Type"), body[:min(len(body), 8)])
+	}
+	// A finding published before the store kept flame graphs: no link,
+	// but where the file is.
+	if _, err := st.Pool().Exec(context.Background(), "DELETE FROM finding_files WHERE finding_id = $1", f.FindingID); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ := get(t, ts, "/findings/"+f.FindingID)
+	if strings.Contains(page, f.FlameGraph) || !strings.Contains(page, "is not in the results store") || !strings.Contains(page, "STATE/reports/"+f.FindingID) {
+		t.Errorf("a finding without its flame graph in the store:\n%s", page)
+	}
+	if code, _, _ := get(t, ts, f.FlameGraph); code != 404 {
+		t.Errorf("a flame graph not in the store: %d", code)
+	}
 }
 
 // TestEventStream follows a job's stored events over SSE: those stored
@@ -279,7 +296,8 @@ func TestEventStream(t *testing.T) {
 	if _, err := st.AppendEvent(ctx, job, "culprit", nil); err != nil {
 		t.Fatal(err)
 	}
-	rctx2, cancel2 := context.WithCancel(ctx)
+	// (Bounded: a stream the server does not end fails the test, not hangs it.)
+	rctx2, cancel2 := context.WithTimeout(ctx, time.Minute)
 	defer cancel2()
 	req, _ = http.NewRequestWithContext(rctx2, "GET", ts.URL+"/events/"+job, nil)
 	req.Header.Set("Last-Event-ID", "2")
@@ -309,7 +327,7 @@ func TestEventStream(t *testing.T) {
 		after string
 		code  int
 	}{{"4", http.StatusNoContent}, {"3", http.StatusOK}} {
-		req, _ = http.NewRequestWithContext(ctx, "GET", ts.URL+"/events/"+job, nil)
+		req, _ = http.NewRequestWithContext(rctx2, "GET", ts.URL+"/events/"+job, nil)
 		req.Header.Set("Last-Event-ID", tc.after)
 		resp, err := ts.Client().Do(req)
 		if err != nil {
