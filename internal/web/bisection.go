@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -24,10 +25,16 @@ type bisectionView struct {
 	Commits  []commitRow // newest first, as git log lists them
 	Pairs    []pairRow
 	Chart    chartData
-	// Events are the job's stored events so far; LastSeq is the last one's
-	// number, where the page's live stream starts.
+	// Stream is the event stream the page follows: the bisection's own
+	// (a bisection run from the command line records its events under its
+	// ID), or that of the queue job running it. Events are its stored
+	// events so far; LastSeq is the last one's number, where the page's
+	// live stream starts. Ended is set once the bisection is done: the
+	// page then follows nothing.
+	Stream  string
 	Events  []eventView
 	LastSeq int64
+	Ended   bool
 	// GoodHref and BadHref link the endpoints (see commitRow.Href).
 	GoodHref, BadHref string
 }
@@ -210,7 +217,13 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		v.Commits = append(v.Commits, row)
 	}
 	slices.Reverse(v.Commits)
-	evs, err := s.st.Events(ctx, id, 0, 0)
+	v.Stream, v.Ended = id, st.Done()
+	if !v.Ended {
+		if v.Stream, err = s.streamOf(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	evs, err := s.st.Events(ctx, v.Stream, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +232,33 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		v.LastSeq = e.Seq
 	}
 	return v, nil
+}
+
+// streamOf is the event stream of bisection id while it runs: that of the
+// running queue job whose first events name it, else its own.
+func (s *Server) streamOf(ctx context.Context, id string) (string, error) {
+	if s.cfg.Jobs == nil {
+		return id, nil
+	}
+	js, err := s.cfg.Jobs.Jobs(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	for _, j := range js {
+		if j.State != "running" || j.Kind != jobs.KindBisect {
+			continue
+		}
+		evs, err := s.st.Events(ctx, jobs.EventsOf(j.Key), 0, jobFirst)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range evs {
+			if ev, err := app.Decode(e); err == nil && ev.Bisection == id {
+				return jobs.EventsOf(j.Key), nil
+			}
+		}
+	}
+	return id, nil
 }
 
 func (s *Server) bisection(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
@@ -479,5 +480,54 @@ func TestSeriesOfClass(t *testing.T) {
 	}
 	if code, body, _ := get(t, ts, "/series?class=bench-klass&"+q); code != 200 || !strings.Contains(body, "on bench-klass</h1>") {
 		t.Errorf("the class's series page: %d\n%s", code, body)
+	}
+}
+
+// TestBisectionOfQueueJob: the page of a bisection a queue job runs follows
+// the job's event stream (the job records its events there, not under the
+// bisection's ID), and once the bisection is done the page follows nothing.
+func TestBisectionOfQueueJob(t *testing.T) {
+	ts, st := newTestServer(t)
+	ctx := context.Background()
+	sim := newSimBisection(t, st, "queued", 3)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sim.run(rctx) }()
+	select {
+	case <-sim.paused:
+	case err := <-done:
+		t.Fatalf("the bisection ended before pausing: %v", err)
+	}
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy-single", Good: "v1", Bad: "v2"}, "web-queued-bisection")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer queue.Cancel(ctx, row.ID) //nolint:errcheck // no daemon takes this class
+	if _, err := st.Pool().Exec(ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE id = $1", row.ID); err != nil {
+		t.Fatal(err)
+	}
+	var c jobs.Common
+	if err := json.Unmarshal(row.EncodedArgs, &c); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(app.Event{Kind: app.KindStart, At: time.Now(), Bisection: sim.state.ID, Text: "bisection " + sim.state.ID})
+	if _, err := st.AppendEvent(ctx, jobs.EventsOf(c.Key), string(app.KindStart), payload); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := get(t, ts, "/bisections/"+sim.state.ID)
+	if !strings.Contains(body, `data-job="`+jobs.EventsOf(c.Key)+`"`) || strings.Contains(body, "data-ended") {
+		t.Errorf("the running bisection's page does not follow its job's stream %s:\n%s", jobs.EventsOf(c.Key), body)
+	}
+	close(sim.resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, body, _ := get(t, ts, "/bisections/"+sim.state.ID); !strings.Contains(body, "data-ended") {
+		t.Errorf("the finished bisection's page still follows a stream:\n%s", body)
 	}
 }

@@ -118,7 +118,9 @@
   function follow() {
     const list = $("events"), live = $("live"), status = $("stream");
     if (!list || !live) return;
-    const id = list.dataset.job;
+    // A finished bisection's page follows nothing.
+    if (list.dataset.ended !== undefined) { status.textContent = "ended"; status.dataset.state = "ended"; return; }
+    const id = live.dataset.id, stream = list.dataset.job;
     // One reload at a time; events arriving meanwhile cause one more.
     // data-loaded is the last event the shown state includes.
     let busy = false, again = false, latest = 0;
@@ -132,7 +134,7 @@
         .catch((e) => { status.textContent = `reload failed: ${e.message}`; })
         .finally(() => { busy = false; if (again) { again = false; reload(); } });
     };
-    const src = new EventSource(`/events/${encodeURIComponent(id)}?after=${list.dataset.after}`);
+    const src = new EventSource(`/events/${encodeURIComponent(stream)}?after=${list.dataset.after}`);
     // The server ends the stream after the job's last event ("done"), and
     // answers a reconnection after it with 204, which closes the source.
     const ended = () => { src.close(); status.textContent = "ended"; status.dataset.state = "ended"; };
