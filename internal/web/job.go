@@ -19,6 +19,8 @@ type jobView struct {
 	Finding   string      `json:"finding,omitempty"`
 	Lines     []app.Event `json:"lines"`
 	Last      *app.Event  `json:"-"`
+	// LastSeq numbers the last event, where the page's stream starts.
+	LastSeq int64 `json:"-"`
 	// Request is the request's fields, Args the arguments as the page
 	// shows them.
 	Request requestView `json:"-"`
@@ -58,6 +60,9 @@ func (s *Server) loadJob(r *http.Request) (*jobView, error) {
 	last, err := s.st.LastEvents(ctx, v.Events, jobLines)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(last); n > 0 {
+		v.LastSeq = last[n-1].Seq
 	}
 	for i, e := range append(first, last...) {
 		ev, err := app.Decode(e)

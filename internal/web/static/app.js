@@ -158,10 +158,11 @@
     window.addEventListener("pagehide", () => src.close());
   }
 
-  // The overview's running jobs show their latest event.
+  // The overview's running jobs show their latest event (after the one
+  // shown, when the page has it).
   function followJobs() {
     for (const el of document.querySelectorAll(".live-job")) {
-      const src = new EventSource(`/events/${encodeURIComponent(el.dataset.job)}`);
+      const src = new EventSource(`/events/${encodeURIComponent(el.dataset.job)}?after=${el.dataset.after || 0}`);
       src.onmessage = (m) => {
         const ev = JSON.parse(m.data);
         el.textContent = `${ev.kind}: ${ev.text}`;
