@@ -2,6 +2,9 @@ package notify
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/pgbisect/pgbisect/internal/finding"
@@ -32,6 +35,44 @@ func Publish(ctx context.Context, reportsDir string, f *finding.Finding, out Add
 		if err := out.Add(ctx, f); err != nil {
 			return dir, err
 		}
+		if err := addFiles(ctx, dir, f, out); err != nil {
+			return dir, err
+		}
 	}
 	return dir, nil
+}
+
+// FileAdder is an Adder that also keeps the files a report links but
+// cannot draw again from the finding (a culprit's flame graph), so a
+// reader of the outbox on another machine can serve them. The results
+// store implements it.
+type FileAdder interface {
+	AddFile(ctx context.Context, id, name string, data []byte) error
+}
+
+// addFiles gives out the flame graphs of f found in its report directory,
+// when out keeps files. A flame graph missing from dir is left out (the
+// report still names it).
+func addFiles(ctx context.Context, dir string, f *finding.Finding, out Adder) error {
+	fa, ok := out.(FileAdder)
+	if !ok {
+		return nil
+	}
+	for _, c := range f.Culprits {
+		if c.Profile == nil || c.Profile.FlameGraph == "" {
+			continue
+		}
+		name := filepath.Base(c.Profile.FlameGraph)
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fa.AddFile(ctx, f.ID, name, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbisect/pgbisect/internal/finding"
 )
@@ -202,4 +205,47 @@ func (s *Store) Lock(ctx context.Context, name string) (unlock func(), err error
 		}
 		conn.Release()
 	}, nil
+}
+
+// SaveFindingFile stores file name of finding id's report (a flame graph),
+// replacing an earlier one of that name. The finding must be saved first.
+func (s *Store) SaveFindingFile(ctx context.Context, id, name string, data []byte) error {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("saving a file of finding %s: %q is not a file name", id, name)
+	}
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO finding_files (finding_id, name, data) VALUES ($1, $2, $3)
+		ON CONFLICT (finding_id, name) DO UPDATE SET data = EXCLUDED.data, created_at = now()`, id, name, data)
+	if err != nil {
+		return fmt.Errorf("saving file %s of finding %s: %w", name, id, err)
+	}
+	return nil
+}
+
+// FindingFile returns file name of finding id's report and when it was
+// stored, or an error wrapping ErrNotFound.
+func (s *Store) FindingFile(ctx context.Context, id, name string) ([]byte, time.Time, error) {
+	var data []byte
+	var at time.Time
+	err := s.db.QueryRow(ctx, "SELECT data, created_at FROM finding_files WHERE finding_id = $1 AND name = $2", id, name).Scan(&data, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, time.Time{}, fmt.Errorf("finding %s has no file %q in the results store: %w", id, name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("reading file %s of finding %s: %w", name, id, err)
+	}
+	return data, at, nil
+}
+
+// FindingFiles lists the names of the files stored for finding id.
+func (s *Store) FindingFiles(ctx context.Context, id string) ([]string, error) {
+	rows, err := s.db.Query(ctx, "SELECT name FROM finding_files WHERE finding_id = $1 ORDER BY name", id)
+	if err != nil {
+		return nil, fmt.Errorf("listing the files of finding %s: %w", id, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing the files of finding %s: %w", id, err)
+	}
+	return names, nil
 }

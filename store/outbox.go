@@ -106,3 +106,9 @@ func outgoing(sf Finding) (finding.Outgoing, error) {
 	}
 	return finding.Outgoing{Finding: f, Posts: sf.Posts}, nil
 }
+
+// AddFile keeps file name of finding id's report (notify.FileAdder): a
+// flame graph the dashboard serves beside the report.
+func (s *Store) AddFile(ctx context.Context, id, name string, data []byte) error {
+	return s.SaveFindingFile(ctx, id, name, data)
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -23,10 +25,18 @@ type bisectionView struct {
 	Commits  []commitRow // newest first, as git log lists them
 	Pairs    []pairRow
 	Chart    chartData
-	// Events are the job's stored events so far; LastSeq is the last one's
-	// number, where the page's live stream starts.
+	// Stream is the event stream the page follows: the bisection's own
+	// (a bisection run from the command line records its events under its
+	// ID), or that of the queue job running it. Events are its stored
+	// events so far; LastSeq is the last one's number, where the page's
+	// live stream starts. Ended is set once the bisection is done: the
+	// page then follows nothing.
+	Stream  string
 	Events  []eventView
 	LastSeq int64
+	Ended   bool
+	// GoodHref and BadHref link the endpoints (see commitRow.Href).
+	GoodHref, BadHref string
 }
 
 // commitRow is one commit of the range with what the search knows of it.
@@ -37,6 +47,10 @@ type commitRow struct {
 	N       int
 	Median  float64
 	Verdict string // of the pair this commit ends, when judged
+	// Href links the commit: to Config.CommitURL, or to its page when the
+	// store has samples of it ("" when it has none: a commit never
+	// measured, or one measured as the build it shares with its parent).
+	Href string
 }
 
 // pairRow is one comparison of the search.
@@ -76,14 +90,17 @@ func viewEvent(e store.Event) eventView {
 }
 
 // eventText summarises a payload whose shape belongs to its producer: its
-// "message" when it has one, else its scalar fields.
+// "message" or "text" (internal/app's events) when it has one, else its
+// scalar fields.
 func eventText(payload json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(payload, &m) != nil {
 		return string(payload)
 	}
-	if msg, ok := m["message"].(string); ok {
-		return msg
+	for _, k := range []string{"message", "text"} { // a note's own line
+		if msg, ok := m[k].(string); ok && msg != "" {
+			return msg
+		}
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range m {
@@ -104,6 +121,24 @@ func eventText(payload json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// pairVerdict is what the comparisons table says of p: its verdict, or
+// why it has none. Only a bisection still running has pending pairs.
+func pairVerdict(p bisect.Pair, done bool) string {
+	switch {
+	case p.Dropped:
+		return "dropped (a commit in it could not be measured)"
+	case p.Verdict != bisect.VerdictPending:
+		return string(p.Verdict)
+	case p.Inferred:
+		return "regression, inferred (its older half was judged the same)"
+	case p.Deferred && done:
+		return "judged within a merged pair"
+	case done:
+		return "not needed"
+	}
+	return "pending"
 }
 
 // loadBisection reads bisection id and lays it out.
@@ -129,11 +164,20 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		if !p.Dropped && p.Verdict != bisect.VerdictPending {
 			verdict[p.Right] = string(p.Verdict)
 		}
-		v.Pairs = append(v.Pairs, pairRow{Left: st.Commits[p.Left], Right: st.Commits[p.Right], Verdict: string(p.Verdict), Result: p.Result})
+		v.Pairs = append(v.Pairs, pairRow{Left: st.Commits[p.Left], Right: st.Commits[p.Right], Verdict: pairVerdict(p, st.Done()), Result: p.Result})
 	}
+	samples, err := s.st.Samples(ctx, store.SampleQuery{BisectionID: id, AnyPoint: true})
+	if err != nil {
+		return nil, err
+	}
+	measured := map[string]bool{}
+	for _, sm := range samples {
+		measured[sm.Commit] = true
+	}
+	v.GoodHref, v.BadHref = s.commitHref(st.Inputs.Good, measured[st.Inputs.Good]), s.commitHref(st.Inputs.Bad, measured[st.Inputs.Bad])
 	v.Chart = chartData{Metric: st.Inputs.Metric, Culprits: []int{}}
 	for i, c := range st.Commits {
-		row := commitRow{Index: i, Commit: c, Role: role[i], Verdict: verdict[i]}
+		row := commitRow{Index: i, Commit: c, Role: role[i], Verdict: verdict[i], Href: s.commitHref(c.Hash, measured[c.Hash])}
 		xs := slices.Sorted(slices.Values(st.Samples[c.Key]))
 		if !c.NoCompile { // a no-compile commit shares its parent's samples
 			row.N = len(xs)
@@ -173,7 +217,13 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		v.Commits = append(v.Commits, row)
 	}
 	slices.Reverse(v.Commits)
-	evs, err := s.st.Events(ctx, id, 0, 0)
+	v.Stream, v.Ended = id, st.Done()
+	if !v.Ended {
+		if v.Stream, err = s.streamOf(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	evs, err := s.st.Events(ctx, v.Stream, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +232,33 @@ func (s *Server) loadBisection(ctx context.Context, id string) (*bisectionView, 
 		v.LastSeq = e.Seq
 	}
 	return v, nil
+}
+
+// streamOf is the event stream of bisection id while it runs: that of the
+// running queue job whose first events name it, else its own.
+func (s *Server) streamOf(ctx context.Context, id string) (string, error) {
+	if s.cfg.Jobs == nil {
+		return id, nil
+	}
+	js, err := s.cfg.Jobs.Jobs(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	for _, j := range js {
+		if j.State != "running" || j.Kind != jobs.KindBisect {
+			continue
+		}
+		evs, err := s.st.Events(ctx, jobs.EventsOf(j.Key), 0, jobFirst)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range evs {
+			if ev, err := app.Decode(e); err == nil && ev.Bisection == id {
+				return jobs.EventsOf(j.Key), nil
+			}
+		}
+	}
+	return id, nil
 }
 
 func (s *Server) bisection(w http.ResponseWriter, r *http.Request) {
@@ -228,8 +305,11 @@ func (s *Server) bisectionJSON(w http.ResponseWriter, r *http.Request) {
 
 // events streams job {job}'s stored events as server-sent events, from
 // after the Last-Event-ID the browser resends on reconnecting, or ?after=N,
-// until the client goes away. Each event's data is an eventView as JSON and
-// its id the event's sequence number.
+// until the job's last event ("done") or the client goes away. Each
+// event's data is an eventView as JSON and its id the event's sequence
+// number. After the last event the server ends the stream, and a browser
+// reconnecting after it gets 204 No Content, which tells an EventSource
+// not to reconnect: a page of finished work holds no connection open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	job := r.PathValue("job")
 	after := r.Header.Get("Last-Event-ID")
@@ -245,6 +325,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		afterSeq = n
 	}
+	ctx, cancel := s.ctx(r)
+	last, err := s.st.LastEvents(ctx, job, 1)
+	cancel()
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(last) == 1 && last[0].Kind == string(app.KindDone) && last[0].Seq <= afterSeq {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -257,7 +350,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	err := s.st.FollowEvents(r.Context(), job, afterSeq, func(e store.Event) error {
+	err = s.st.FollowEvents(r.Context(), job, afterSeq, func(e store.Event) error {
 		data, err := json.Marshal(viewEvent(e))
 		if err != nil {
 			return err
@@ -265,7 +358,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data); err != nil {
 			return err
 		}
-		return rc.Flush()
+		if err := rc.Flush(); err != nil {
+			return err
+		}
+		if e.Kind == string(app.KindDone) {
+			return store.ErrStopFollowing
+		}
+		return nil
 	})
 	if err != nil && r.Context().Err() == nil {
 		s.log.Warn("following job events", "job", job, "err", err)

@@ -197,11 +197,75 @@ func TestBrowserPages(t *testing.T) {
 	b.do(t, chromedp.Navigate(ts.URL+"/commits/"+f.Nights[0].Commit), chromedp.WaitVisible(css("table.samples")))
 	b.noErrors(t, "commit")
 
+	// The job page: its heading once, its request's fields, and its
+	// arguments wrapped within the page.
+	b.do(t, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", ts.URL, f.Queued)), chromedp.WaitVisible(css("#job-request")),
+		chromedp.Click(css("details summary")), chromedp.WaitVisible(css("pre.args")))
+	if n := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("h1").length`)); n != 1 {
+		t.Errorf("the job page has %d headings", n)
+	}
+	if text := value(t, b, chromedp.Text(css("#job-request"))); !strings.Contains(text, "copy-browser") || !strings.Contains(text, f.Requester) ||
+		strings.Contains(text, "/srv/") {
+		t.Errorf("the job page lists the request as %q", text)
+	}
+	b.screenshot(t, "job")
+	b.noErrors(t, "job")
+
+	// Every same-origin link of these pages answers 200, in the browser.
+	crawl(t, b, ts.URL, "/", "/findings/"+f.FindingID, "/bisections/"+f.BisectionID, fmt.Sprintf("/jobs/%d", f.Queued))
+
 	// A 404 is a page (the browser logs the failed load, as expected).
 	b.do(t, chromedp.Navigate(ts.URL+"/findings/nope"))
 	if text := value(t, b, chromedp.Text(css("#error"))); !strings.Contains(text, "finding nope") {
 		t.Errorf("404 page says %q", text)
 	}
+}
+
+// crawl opens each of pages in the browser, then every same-origin link
+// on it (once), and requires each to answer 200, load without an error,
+// and fit the window's width (no line runs past the edge).
+func crawl(t *testing.T, b *browser, base string, pages ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	open := func(u, from string) {
+		t.Helper()
+		seen[u] = true
+		resp := value(t, b, chromedp.NavigateResponse(u))
+		if resp.Status != http.StatusOK {
+			t.Errorf("%s (linked from %s): %d", u, from, resp.Status)
+			b.forget()
+			return
+		}
+		if strings.HasPrefix(resp.MimeType, "text/html") {
+			if over := value(t, b, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); over > 0 {
+				t.Errorf("%s runs %d pixels past the window's edge", u, over)
+			}
+		}
+		b.noErrors(t, u)
+	}
+	// The links of every page first, then each once.
+	var links []string
+	from := map[string]string{}
+	for _, p := range pages {
+		open(base+p, "the test")
+		hrefs := value(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("a[href]")].map(a => a.href.split("#")[0])`))
+		for _, h := range hrefs {
+			if _, ok := from[h]; ok || !strings.HasPrefix(h, base+"/") {
+				continue
+			}
+			from[h] = p
+			links = append(links, h)
+		}
+	}
+	for _, h := range links {
+		if !seen[h] {
+			open(h, from[h])
+		}
+	}
+	if len(links) < 20 {
+		t.Errorf("the crawl followed %d links; the pages have more", len(links))
+	}
+	t.Logf("crawled %d links from %d pages", len(links), len(pages))
 }
 
 // TestBrowserBisectionLive opens the page of a bisection paused mid-way,
@@ -210,6 +274,7 @@ func TestBrowserPages(t *testing.T) {
 // over server-sent events.
 func TestBrowserBisectionLive(t *testing.T) {
 	ts, st := newTestServer(t)
+	srv := ts.Config.Handler.(*Server)
 	b := newBrowser(t)
 
 	// The job runs on its own connection pool, as another process would.
@@ -230,6 +295,19 @@ func TestBrowserBisectionLive(t *testing.T) {
 	}
 
 	id := job.state.ID
+	// Not queued (as from the command line), it shows as running on the
+	// overview, its progress followed live.
+	b.do(t, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("#running")))
+	sel := fmt.Sprintf(`#running .elsewhere a[href="/bisections/%s"]`, id)
+	if !value(t, b, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q) !== null`, sel))) {
+		t.Errorf("the overview does not show bisection %s running", id)
+	}
+	if text := value(t, b, chromedp.Text(css("#running"))); strings.Contains(text, "Nothing is running") {
+		t.Errorf("the overview says nothing is running while bisection %s measures:\n%s", id, text)
+	}
+	b.screenshot(t, "overview-running")
+	b.noErrors(t, "overview")
+
 	b.do(t, chromedp.Navigate(ts.URL+"/bisections/"+id), chromedp.WaitVisible(css("#bchart canvas")))
 	value(t, b, chromedp.Poll[bool](`document.getElementById("stream").textContent === "live"`))
 	before := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#events li").length`))
@@ -263,6 +341,18 @@ func TestBrowserBisectionLive(t *testing.T) {
 	b.do(t, chromedp.MouseEvent(chromedp.MouseMoved, pos.X, pos.Y), chromedp.WaitReady(css(`#bhover[data-commit]`)))
 	if hover := value(t, b, chromedp.Text(css("#bhover"))); !strings.Contains(hover, short(job.hist.Commits[0].Hash)) {
 		t.Errorf("hovering the first measured commit shows %q", hover)
+	}
+	// The job's last event ended the stream: the page says so, and the
+	// server holds no stream open (the browser is idle).
+	b.do(t, chromedp.WaitReady(css(`#stream[data-state="ended"]`)))
+	for deadline := time.Now().Add(10 * time.Second); srv.streams.Load() != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d event streams still open after the bisection ended", srv.streams.Load())
+		}
+	}
+	if n := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#pairs td").length`)); n == 0 ||
+		strings.Contains(value(t, b, chromedp.Text(css("#pairs"))), "pending") {
+		t.Errorf("the finished bisection's comparisons:\n%s", value(t, b, chromedp.Text(css("#pairs"))))
 	}
 	b.screenshot(t, "bisection-done")
 	b.noErrors(t, "bisection")

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -43,6 +44,9 @@ func (s *Server) finding(w http.ResponseWriter, r *http.Request) {
 	}{F: f}
 	nf, err := finding.Unmarshal(f.Report)
 	if err == nil {
+		err = s.storedFiles(ctx, f.ID, nf)
+	}
+	if err == nil {
 		var files map[string][]byte
 		files, err = s.drawPlots(f.ID, f.Report, nf)
 		nf.Plots = nil // in notify's order
@@ -64,6 +68,26 @@ func (s *Server) finding(w http.ResponseWriter, r *http.Request) {
 		d.Problem = err.Error()
 	}
 	s.render(w, r, http.StatusOK, "finding", "Finding "+f.ID, d)
+}
+
+// storedFiles keeps the flame graphs of nf that the results store has
+// (notify.Publish stores them) and, for one it has not (a finding made
+// before it kept them), drops the link and says where the file is.
+func (s *Server) storedFiles(ctx context.Context, id string, nf *finding.Finding) error {
+	names, err := s.st.FindingFiles(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range nf.Culprits {
+		p := c.Profile
+		if p == nil || p.FlameGraph == "" || slices.Contains(names, p.FlameGraph) {
+			continue
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the differential flame graph %s is not in the results store: it is in the report directory "+
+			"of the machine that made the finding (STATE/reports/%s/)", p.FlameGraph, id))
+		p.FlameGraph = ""
+	}
+	return nil
 }
 
 // plotCache keeps the plots drawn for the last few findings, keyed by the
@@ -133,10 +157,14 @@ func (s *Server) findingPlot(w http.ResponseWriter, r *http.Request) {
 	}
 	file := r.PathValue("file")
 	data, ok := files[file]
+	at := f.Time
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("finding %s has no plot %q (it has %v)", f.ID, file, slices.Sorted(maps.Keys(files))))
-		return
+		// Not drawn from the report: a file the store keeps (a flame graph).
+		if data, at, err = s.st.FindingFile(ctx, f.ID, file); err != nil {
+			s.fail(w, r, http.StatusNotFound, fmt.Errorf("finding %s has no plot %q (it has %v): %w", f.ID, file, slices.Sorted(maps.Keys(files)), err))
+			return
+		}
 	}
 	w.Header().Set("Cache-Control", "max-age=300")
-	http.ServeContent(w, r, file, f.Time, bytes.NewReader(data))
+	http.ServeContent(w, r, file, at, bytes.NewReader(data))
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/jobs"
+	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -38,6 +41,10 @@ type fixture struct {
 	Machine, Idle string
 	// RunningEvents names the running job's event stream.
 	RunningEvents string
+	// FlameGraph is the path of the finding's flame graph.
+	FlameGraph string
+	// Requester asked for the queued job.
+	Requester string
 }
 
 const fixtureNights = 16
@@ -66,8 +73,10 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 			t.Fatal(err)
 		}
 		key := "key-" + c
-		if err := st.RecordBuild(ctx, store.Build{Key: key, Commit: c, Status: "ok", Duration: 95 * time.Second,
-			LogPath: "/var/lib/pgbisect/builds/" + key + ".log", Time: n.Started}); err != nil {
+		// An ok build has no log path (the builder records one only for a
+		// failure); this one came from ccache.
+		if err := st.RecordBuild(ctx, store.Build{Key: key, Commit: c, Status: "ok", Duration: 10764147 * time.Microsecond,
+			Time: n.Started}); err != nil {
 			t.Fatal(err)
 		}
 		level := 1000.0
@@ -79,6 +88,10 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 			ss = append(ss, store.Sample{BuildKey: key, Commit: c, Scenario: f.Scenario, Point: f.Point, Metric: f.Metric,
 				Value: level * (1 + 0.004*float64((i*7+k*3)%5-2)), Index: k, Time: n.Started.Add(time.Duration(k) * time.Minute),
 				EnvironmentID: env, NightlyID: n.ID})
+		}
+		if i == f.Step { // a count, of a series no other night has
+			ss = append(ss, store.Sample{BuildKey: key, Commit: c, Scenario: f.Scenario, Point: f.Point, Metric: "rows",
+				Value: 300000, Time: n.Started, EnvironmentID: env, NightlyID: n.ID})
 		}
 		if err := st.AddSamples(ctx, ss); err != nil {
 			t.Fatal(err)
@@ -93,6 +106,9 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 		Good: finding.Commit{Hash: good.Commit, Subject: "Good commit"}, Bad: finding.Commit{Hash: bad.Commit, Subject: "Make COPY slower"},
 		Culprits: []finding.Culprit{{Commit: finding.Commit{Hash: bad.Commit, Subject: "Make COPY slower", Author: "A Hacker <a@example.org>"},
 			Parent: finding.Commit{Hash: good.Commit}, Verified: true,
+			Profile: &finding.Profile{Point: f.Point, ParentRuns: 5, CulpritRuns: 5, MinP: 0.008, FramePointers: true,
+				Self:       []finding.FunctionShare{{Function: "NextCopyFrom", Parent: 0.10, Culprit: 0.14, Change: 0.04, P: 0.008}},
+				FlameGraph: "flame-" + bad.Commit[:10] + ".svg"},
 			Comparisons: []finding.Comparison{{Metric: f.Metric, Unit: "tps", Direction: stats.HigherIsBetter, Point: f.Point,
 				Good: finding.Side{Median: 1000, RelStddev: 0.004, N: 5}, Bad: finding.Side{Median: 850, RelStddev: 0.004, N: 5},
 				Ratio: 0.85, RatioLow: 0.84, RatioHigh: 0.86, Confidence: 0.95, P: 0.0001, Verdict: "regression"}}}},
@@ -110,6 +126,20 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 			m = 850
 		}
 		nf.Series.Points = append(nf.Series.Points, finding.SeriesPoint{At: n.Started, Commit: n.Commit[:10], Median: m})
+	}
+	// Published as a bisection publishes it: the report written with its
+	// flame graph, which the store keeps.
+	reports := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(reports, nf.ID), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.FlameGraph = fmt.Sprintf("/findings/%s/plots/%s", nf.ID, nf.Culprits[0].Profile.FlameGraph)
+	if err := os.WriteFile(filepath.Join(reports, nf.ID, nf.Culprits[0].Profile.FlameGraph),
+		[]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="100" height="20"><rect width="100" height="20" fill="#d62728"/></svg>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := notify.Publish(ctx, reports, nf, st); err != nil {
+		t.Fatal(err)
 	}
 	report, err := finding.Marshal(nf)
 	if err != nil {
@@ -159,7 +189,10 @@ func seed(t *testing.T, st *store.Store, name string) *fixture {
 	if err := st.LeaveMachine(ctx, f.Idle); err != nil {
 		t.Fatal(err)
 	}
-	queued, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy.yaml", Good: "v2", Bad: "v3"}, class)
+	// Queued by an older pgbisect, with the scenario's path on the server.
+	f.Requester = "hacker@" + strings.ToLower(name)
+	queued, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "/srv/pgbisect/scenarios/copy-" + name + ".yaml", Good: "v2", Bad: "v3",
+		Metric: "copy_time", Point: "clients=4", Requester: f.Requester}, class)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +264,13 @@ func (b *simBisection) Measure(ctx context.Context, t bisect.Target) (float64, e
 			return 0, ctx.Err()
 		}
 	}
-	return 10 * b.hist.Level[t.(int)] * (1 + 0.02*b.rng.NormFloat64()), nil
+	v := 10 * b.hist.Level[t.(int)] * (1 + 0.02*b.rng.NormFloat64())
+	// Stored as a bisection's measurer stores its samples, so the
+	// commit's page lists it.
+	c, in := b.hist.Commits[t.(int)].Hash, b.state.Inputs
+	err := b.st.AddSamples(ctx, []store.Sample{{BuildKey: "sim-" + c, Commit: c, Scenario: scenarioName(in.Scenario), Metric: in.Metric,
+		Value: v, Index: b.taken, BisectionID: b.state.ID, Seq: b.state.SamplesTaken}})
+	return v, err
 }
 
 // eventSaver saves the state and appends a "saved" event to the job's
@@ -247,7 +286,14 @@ func (e eventSaver) SaveBisection(ctx context.Context, s *bisect.State) error {
 	return err
 }
 
+// run runs the bisection to its end, which it marks with a "done" event
+// as a bisection job does (app.Bisect).
 func (b *simBisection) run(ctx context.Context) error {
 	e := &bisect.Engine{Builder: b, Measurer: b, Saver: eventSaver{b.st}}
-	return e.Run(ctx, b.state)
+	if err := e.Run(ctx, b.state); err != nil {
+		return err
+	}
+	payload, _ := json.Marshal(app.Event{Kind: app.KindDone, At: time.Now(), Bisection: b.state.ID})
+	_, err := b.st.AppendEvent(ctx, b.state.ID, string(app.KindDone), payload)
+	return err
 }

@@ -19,6 +19,12 @@ type jobView struct {
 	Finding   string      `json:"finding,omitempty"`
 	Lines     []app.Event `json:"lines"`
 	Last      *app.Event  `json:"-"`
+	// LastSeq numbers the last event, where the page's stream starts.
+	LastSeq int64 `json:"-"`
+	// Request is the request's fields, Args the arguments as the page
+	// shows them.
+	Request requestView `json:"-"`
+	Args    string      `json:"-"`
 }
 
 // jobLines is how many of a job's last events its page lists; jobFirst
@@ -33,7 +39,7 @@ const (
 func (s *Server) loadJob(r *http.Request) (*jobView, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("no job %q: job ids are numbers: %w", r.PathValue("id"), store.ErrNotFound)
+		return nil, badParam{fmt.Errorf("no job %q: job ids are numbers", r.PathValue("id"))}
 	}
 	if s.cfg.Jobs == nil {
 		return nil, fmt.Errorf("this dashboard has no job queue (start it with pgbisect serve or daemon --serve on the results database): %w", store.ErrNotFound)
@@ -44,7 +50,7 @@ func (s *Server) loadJob(r *http.Request) (*jobView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &jobView{Job: j, Events: jobs.EventsOf(j.Key)}
+	v := &jobView{Job: j, Events: jobs.EventsOf(j.Key), Lines: []app.Event{}, Request: requestOf(j.Args), Args: argsJSON(j.Args)}
 	// The bisection's ID is in its first events, the finding's in its
 	// last; a long job has thousands between them, which are not read.
 	first, err := s.st.Events(ctx, v.Events, 0, jobFirst)
@@ -54,6 +60,9 @@ func (s *Server) loadJob(r *http.Request) (*jobView, error) {
 	last, err := s.st.LastEvents(ctx, v.Events, jobLines)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(last); n > 0 {
+		v.LastSeq = last[n-1].Seq
 	}
 	for i, e := range append(first, last...) {
 		ev, err := app.Decode(e)
@@ -84,7 +93,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "job", fmt.Sprintf("job %d", v.Job.ID), v)
+	s.render(w, r, http.StatusOK, "job", fmt.Sprintf("Job %d: %s", v.Job.ID, v.Job.Kind), v)
 }
 
 // jobJSON is the job page's data.

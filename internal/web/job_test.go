@@ -79,7 +79,24 @@ func TestJobPage(t *testing.T) {
 	if v.Job.ID != row.ID || v.Job.Kind != "compare" || v.Bisection != "b-job-page" || len(v.Lines) != 2 {
 		t.Errorf("api: %+v", v)
 	}
-	for _, u := range []string{"/jobs/999999999", "/jobs/nope", "/api/jobs/999999999"} {
+	_, body = do(t, c, "GET", fmt.Sprintf("%s/jobs/%d", ts.URL, row.ID), "", nil)
+	if strings.Count(body, fmt.Sprintf("Job %d: compare", row.ID)) != 2 || strings.Count(body, "<h1>") != 1 { // <title> and <h1>
+		t.Errorf("the job page's heading is not shown once:\n%s", body)
+	}
+	for _, want := range []string{"<th>scenario</th><td>copy-single</td>", "<th>revisions</th><td>REL_16_0 vs REL_17_0</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("job page lacks the request's field %q:\n%s", want, body)
+		}
+	}
+	// A job without events yet has no lines, an empty list.
+	empty, err := queue.Enqueue(ctx, app.CompareRequest{Scenario: "copy-single", A: "REL_16_0", B: "REL_16_1"}, "web-job-page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := do(t, c, "GET", fmt.Sprintf("%s/api/jobs/%d", ts.URL, empty.ID), "", nil); !strings.Contains(body, `"lines":[]`) {
+		t.Errorf("a job without events: %s", body)
+	}
+	for _, u := range []string{"/jobs/999999999", "/api/jobs/999999999"} {
 		if resp, body := do(t, c, "GET", ts.URL+u, "", nil); resp.StatusCode != 404 {
 			t.Errorf("%s: %d, want 404\n%s", u, resp.StatusCode, body)
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -75,6 +77,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		Machines     []machineRow
 		Environments []environment
 		Running      []jobs.Job
+		Elsewhere    []streamRow
 		Queue        []jobs.Job
 		Bisections   []store.BisectionInfo
 		Findings     []store.Finding
@@ -108,6 +111,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if d.Elsewhere, err = s.elsewhere(ctx); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
 	ms, err := s.st.Machines(ctx)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
@@ -131,12 +138,51 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "overview", "pgbisect", d)
 }
 
+// activeWithin is how recent a stream's last event must be for the work
+// to show as running: a build or a sample reports at least this often,
+// while a process killed without a last word drops out after it.
+const activeWithin = 15 * time.Minute
+
+// streamRow is work under way outside the queue (a bisection started from
+// the command line, on any machine sharing the store), known by its event
+// stream.
+type streamRow struct {
+	Stream string
+	// Bisection is set when the stream is a bisection's (its ID), with
+	// its phase in Status.
+	Bisection, Status string
+	Last              eventView
+	LastAt            time.Time
+}
+
+// elsewhere lists the work under way outside the queue: the streams with
+// a recent event that is not the last ("done"), but those of queue jobs
+// (the queue lists its running ones) and of finished bisections.
+func (s *Server) elsewhere(ctx context.Context) ([]streamRow, error) {
+	streams, err := s.st.ActiveStreams(ctx, activeWithin, string(app.KindDone))
+	if err != nil {
+		return nil, err
+	}
+	var out []streamRow
+	for _, st := range streams {
+		if strings.HasPrefix(st.JobID, jobs.EventsOf("")) || st.BisectionStatus == "done" {
+			continue
+		}
+		row := streamRow{Stream: st.JobID, Status: st.BisectionStatus, Last: viewEvent(st.Last), LastAt: st.Last.At}
+		if st.BisectionStatus != "" {
+			row.Bisection = st.JobID
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
 // night shows one nightly run: its samples (those of one series first when
 // the link came from a chart) and the builds they ran on.
 func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no nightly run %q: ids are numbers", r.PathValue("id")))
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("no nightly run %q: ids are numbers", r.PathValue("id")))
 		return
 	}
 	ctx, cancel := s.ctx(r)

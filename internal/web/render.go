@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +73,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err er
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, bisect.ErrNotFound) {
 		status = http.StatusNotFound
 	}
+	if errors.As(err, new(badParam)) {
+		status = http.StatusBadRequest
+	}
 	if status >= 500 {
 		s.log.Error("serving a page", "path", r.URL.Path, "err", err)
 	}
@@ -87,6 +92,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err er
 	}{status, http.StatusText(status), err.Error()})
 }
 
+// badParam is a malformed parameter of the request (an id that is not a
+// number): fail answers 400.
+type badParam struct{ error }
+
+func (e badParam) Unwrap() error { return e.error }
+
 // ctx bounds a page's reads.
 func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
@@ -102,13 +113,18 @@ func (s *Server) funcs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
 		"eventsOf": jobs.EventsOf,
+		"request":  requestOf,
 		"ago": func(t time.Time) string {
 			if t.IsZero() {
 				return "–"
 			}
 			return time.Since(t).Round(time.Second).String() + " ago"
 		},
-		"num":    num,
+		"num": num,
+		"dur": duration,
+		"hasLog": func(bs []store.Build) bool {
+			return slices.ContainsFunc(bs, func(b store.Build) bool { return b.LogPath != "" })
+		},
 		"unix":   func(sec int64) time.Time { return time.Unix(sec, 0) },
 		"mul100": func(f float64) float64 { return f * 100 },
 		"pct":    func(f float64) string { return fmt.Sprintf("%+.1f%%", (f-1)*100) },
@@ -135,6 +151,18 @@ func (s *Server) funcs() template.FuncMap {
 	}
 }
 
+// commitHref links a commit to Config.CommitURL when set, else to its
+// page when it was measured, else nowhere ("").
+func (s *Server) commitHref(hash string, measured bool) string {
+	switch {
+	case s.cfg.CommitURL != "":
+		return s.cfg.CommitURL + hash
+	case measured:
+		return "/commits/" + url.PathEscape(hash)
+	}
+	return ""
+}
+
 // short abbreviates a commit hash.
 func short(h string) string {
 	if len(h) > 10 {
@@ -143,10 +171,51 @@ func short(h string) string {
 	return h
 }
 
-// num formats a measured value with 4 significant digits.
+// num formats a measured value for people: 4 significant digits, never an
+// exponent; from 10,000 on, whole with thousands separated (300,000 rows,
+// 12,345 tps).
 func num(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
 		return "–"
+	case math.Abs(f) >= 1e4:
+		return grouped(int64(math.Round(f)))
 	}
-	return fmt.Sprintf("%.4g", f)
+	// %g with 4 digits has no exponent from 1e-4 up to 1e4; smaller
+	// values keep theirs.
+	return strconv.FormatFloat(f, 'g', 4, 64)
+}
+
+// grouped writes n with a comma between groups of three digits.
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// duration formats a build's or a run's time for people: 10.76 s,
+// 1 min 35 s, 2 h 5 min.
+func duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
 }

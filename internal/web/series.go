@@ -2,14 +2,12 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/pgbisect/pgbisect/bench/stats/changepoint"
 	"github.com/pgbisect/pgbisect/internal/finding"
-	"github.com/pgbisect/pgbisect/store"
 )
 
 // SeriesData is one nightly series as the chart draws it and /api/series
@@ -77,7 +75,9 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
 }
 
-// seriesData reads one series and marks its change points and findings.
+// seriesData reads one series and marks its change points and findings. A
+// series no nightly pass measured yet has no nights (and findings made by
+// bisections on it at index -1).
 func (s *Server) seriesData(ctx context.Context, class, scenario, metric, point string) (*SeriesData, error) {
 	if class == "default" {
 		class = "" // as the store keeps it
@@ -86,12 +86,8 @@ func (s *Server) seriesData(ctx context.Context, class, scenario, metric, point 
 	if err != nil {
 		return nil, err
 	}
-	if len(pts) == 0 {
-		return nil, fmt.Errorf("no nightly series %q %q at point %q of machine class %q: %w (the series page lists those there are)",
-			scenario, metric, point, firstOf(class, "default"), store.ErrNotFound)
-	}
 	d := &SeriesData{Branch: s.cfg.Branch, Class: class, Scenario: scenario, Metric: metric, Point: point,
-		ChangePoints: []SeriesChange{}, Culprits: []SeriesCulprit{}}
+		Nights: []Night{}, ChangePoints: []SeriesChange{}, Culprits: []SeriesCulprit{}}
 	medians := make([]float64, len(pts))
 	byCommit := map[string]int{}
 	for i, p := range pts {
@@ -130,7 +126,7 @@ func (s *Server) seriesData(ctx context.Context, class, scenario, metric, point 
 				idx = i
 			}
 		}
-		if idx < 0 {
+		if idx < 0 && len(d.Nights) > 0 {
 			idx, _ = slices.BinarySearchFunc(d.Nights, f.Time.Unix(), func(n Night, t int64) int { return int(n.Time - t) })
 			idx = min(idx, len(d.Nights)-1)
 		}
@@ -178,11 +174,12 @@ func (s *Server) seriesJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.seriesData(ctx, q.Get("class"), q.Get("scenario"), q.Get("metric"), q.Get("point"))
 	if err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, store.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		s.fail(w, r, status, err)
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if len(d.Nights) == 0 {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no nightly series %q %q at point %q of machine class %q (/series lists those there are)",
+			d.Scenario, d.Metric, d.Point, firstOf(d.Class, "default")))
 		return
 	}
 	s.writeJSON(w, d)

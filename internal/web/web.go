@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,10 @@ type Results interface {
 	LoadBisection(ctx context.Context, id string) (*bisect.State, error)
 	Findings(ctx context.Context) ([]store.Finding, error)
 	Finding(ctx context.Context, id string) (store.Finding, error)
+	FindingFiles(ctx context.Context, id string) ([]string, error)
+	FindingFile(ctx context.Context, id, name string) ([]byte, time.Time, error)
+	BisectionsPage(ctx context.Context, limit int, after string) ([]store.BisectionSummary, error)
+	FindingsPage(ctx context.Context, limit int, after string) ([]store.Finding, error)
 }
 
 // Events is a job's stored event stream; *store.Store has it.
@@ -56,6 +61,7 @@ type Events interface {
 	Events(ctx context.Context, jobID string, afterSeq int64, limit int) ([]store.Event, error)
 	LastEvents(ctx context.Context, jobID string, n int) ([]store.Event, error)
 	FollowEvents(ctx context.Context, jobID string, afterSeq int64, fn func(store.Event) error) error
+	ActiveStreams(ctx context.Context, within time.Duration, ended ...string) ([]store.Stream, error)
 }
 
 // Counter gives the totals /metrics reports; *store.Store has it.
@@ -133,6 +139,8 @@ type Server struct {
 	pages map[string]*template.Template
 	reg   *prometheus.Registry
 	plots plotCache
+	// streams counts the event streams open.
+	streams atomic.Int64
 }
 
 // New returns the dashboard over st.
@@ -188,7 +196,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bisections", s.bisections)
 	s.mux.HandleFunc("GET /bisections/{id}", s.bisection)
 	s.mux.HandleFunc("GET /bisections/{id}/live", s.bisectionLive)
+	s.mux.HandleFunc("GET /api/bisections", s.bisectionsJSON)
 	s.mux.HandleFunc("GET /api/bisections/{id}", s.bisectionJSON)
+	s.mux.HandleFunc("GET /api/findings", s.findingsJSON)
 	s.mux.HandleFunc("GET /events/{job}", s.events)
 	s.mux.HandleFunc("GET /jobs/{id}", s.job)
 	s.mux.HandleFunc("GET /api/jobs/{id}", s.jobJSON)

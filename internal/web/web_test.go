@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/jobs"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
@@ -70,13 +72,14 @@ func TestPages(t *testing.T) {
 		{"/series", []string{f.Scenario, "scenario=" + f.Scenario}},
 		{seriesPath(f), []string{`id="series-data"`, step.Commit, `"change_points":[{"index":10`, f.FindingID,
 			`"culprits":[{"index":10`}},
-		{"/nights/" + itoa(step.ID) + "?" + seriesPath(f)[len("/series?"):], []string{f.Branch, "key-" + step.Commit, "1m35s", "850"}},
-		{"/commits/" + step.Commit, []string{"5 samples", "key-" + step.Commit, f.Scenario}},
+		{"/nights/" + itoa(step.ID) + "?" + seriesPath(f)[len("/series?"):], []string{f.Branch, "key-" + step.Commit, "10.76 s", "850"}},
+		{"/commits/" + step.Commit, []string{"6 samples", "key-" + step.Commit, f.Scenario, "<td>10.76 s</td>", "<td>300,000</td>"}},
+		{"/series?scenario=never-measured&metric=copy_time", []string{`id="no-nights"`, "No nightly pass has measured this series yet"}},
 		{"/bisections", []string{f.BisectionID}},
 		{"/bisections/" + f.BisectionID, []string{`data-phase="done"`, `data-outcome="found"`, short(f.Culprit),
 			`class="role-culprit"`, `id="events"`, "<b>saved</b>", "phase=done"}},
 		{"/findings/" + f.FindingID, []string{f.IssueURL, "Make COPY slower", "<table>",
-			`src="/findings/` + f.FindingID + `/plots/bisection.png"`, `/plots/series.png"`}},
+			`src="/findings/` + f.FindingID + `/plots/bisection.png"`, `/plots/series.png"`, `href="` + f.FlameGraph + `"`}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			code, body, h := get(t, ts, tc.path)
@@ -91,7 +94,23 @@ func TestPages(t *testing.T) {
 					t.Errorf("GET %s: no %q in\n%s", tc.path, w, body)
 				}
 			}
+			// Loose ends none of the pages may have: a number with an
+			// exponent or a raw duration, an empty log column, a finished
+			// bisection's pending comparison, a server path or a job's
+			// raw arguments in the queue.
+			for _, bad := range []string{"e+0", "10.764147s", "<th>log</th>", "<td>pending</td>", "/srv/pgbisect", "&#34;key&#34;", "&#34;request&#34;"} {
+				if strings.Contains(body, bad) {
+					t.Errorf("GET %s shows %q:\n%s", tc.path, bad, body)
+				}
+			}
 		})
+	}
+	// The queued job's request, field by field.
+	_, body, _ := get(t, ts, "/")
+	want := fmt.Sprintf(`<td><a href="/jobs/%d">%d</a></td><td>bisect</td><td>copy-pages</td><td>v2..v3</td><td>copy_time</td><td>clients=4</td><td>%s</td>`,
+		f.Queued, f.Queued, f.Requester)
+	if !strings.Contains(body, want) {
+		t.Errorf("the queue does not list the request's fields %s:\n%s", want, body)
 	}
 }
 
@@ -136,10 +155,16 @@ func TestBadRequests(t *testing.T) {
 		{"/bisections/no-such-bisection", 404, "no such bisection: no-such-bisection"},
 		{"/findings/no-such-finding", 404, "finding no-such-finding"},
 		{"/findings/" + f.FindingID + "/plots/other.png", 404, "has no plot"},
-		{"/nights/x", 404, "ids are numbers"},
+		{"/nights/x", 400, "ids are numbers"},
+		{"/jobs/abc", 400, "job ids are numbers"},
+		{"/api/jobs/abc", 400, "job ids are numbers"},
+		{"/api/bisections?limit=0", 400, "limit="},
+		{"/api/findings?limit=x", 400, "limit="},
+		{"/api/bisections?after=no-such-bisection", 400, "after="},
+		{"/api/findings?after=no-such-finding", 400, "after="},
 		{"/nights/999999999", 404, "nightly run 999999999"},
 		{"/commits/0000000000000000000000000000000000000000", 404, "no measurement of commit"},
-		{"/series?scenario=nope&metric=tps", 404, "no nightly series"},
+		{"/api/series?scenario=nope&metric=tps", 404, "no nightly series"},
 		{"/api/series?scenario=x", 400, `query parameter \"metric\" is required`},
 		{"/events/x?after=-1", 400, "after="},
 	} {
@@ -190,6 +215,22 @@ func TestFindingPlotIsPNG(t *testing.T) {
 	code, body, h := get(t, ts, "/findings/"+f.FindingID+"/plots/series.png")
 	if code != 200 || h.Get("Content-Type") != "image/png" || !strings.HasPrefix(body, "\x89PNG") {
 		t.Fatalf("%d %q %q", code, h.Get("Content-Type"), body[:min(len(body), 8)])
+	}
+	// The flame graph comes from the store, which notify.Publish gave it.
+	if code, body, h := get(t, ts, f.FlameGraph); code != 200 || h.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(body, "<svg") {
+		t.Fatalf("flame graph: %d %q %q", code, h.Get("Content-Type"), body[:min(len(body), 8)])
+	}
+	// A finding published before the store kept flame graphs: no link,
+	// but where the file is.
+	if _, err := st.Pool().Exec(context.Background(), "DELETE FROM finding_files WHERE finding_id = $1", f.FindingID); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ := get(t, ts, "/findings/"+f.FindingID)
+	if strings.Contains(page, f.FlameGraph) || !strings.Contains(page, "is not in the results store") || !strings.Contains(page, "STATE/reports/"+f.FindingID) {
+		t.Errorf("a finding without its flame graph in the store:\n%s", page)
+	}
+	if code, _, _ := get(t, ts, f.FlameGraph); code != 404 {
+		t.Errorf("a flame graph not in the store: %d", code)
 	}
 }
 
@@ -256,7 +297,8 @@ func TestEventStream(t *testing.T) {
 	if _, err := st.AppendEvent(ctx, job, "culprit", nil); err != nil {
 		t.Fatal(err)
 	}
-	rctx2, cancel2 := context.WithCancel(ctx)
+	// (Bounded: a stream the server does not end fails the test, not hangs it.)
+	rctx2, cancel2 := context.WithTimeout(ctx, time.Minute)
 	defer cancel2()
 	req, _ = http.NewRequestWithContext(rctx2, "GET", ts.URL+"/events/"+job, nil)
 	req.Header.Set("Last-Event-ID", "2")
@@ -268,6 +310,111 @@ func TestEventStream(t *testing.T) {
 	r = bufio.NewReader(resp2.Body)
 	if id, ev := next(); id != "3" || ev.Kind != "culprit" {
 		t.Fatalf("after reconnecting: %s %+v", id, ev)
+	}
+
+	// The job's last event ends the stream: the server closes it.
+	if _, err := other.AppendEvent(ctx, job, "done", json.RawMessage(`{"kind": "done"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if id, ev := next(); id != "4" || ev.Kind != "done" {
+		t.Fatalf("the last event: %s %+v", id, ev)
+	}
+	if rest, err := io.ReadAll(r); err != nil || strings.TrimSpace(string(rest)) != "" {
+		t.Errorf("after the last event the stream sent %q, %v; want its end", rest, err)
+	}
+	// A browser reconnecting after it is told not to (204); one that
+	// missed events gets them and the end.
+	for _, tc := range []struct {
+		after string
+		code  int
+	}{{"4", http.StatusNoContent}, {"3", http.StatusOK}} {
+		req, _ = http.NewRequestWithContext(rctx2, "GET", ts.URL+"/events/"+job, nil)
+		req.Header.Set("Last-Event-ID", tc.after)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body) // returns: the server ends the stream
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != tc.code || (tc.code == 200) != strings.Contains(string(body), "id: 4\n") {
+			t.Errorf("reconnecting after event %s: %d %q %v", tc.after, resp.StatusCode, body, err)
+		}
+	}
+}
+
+// TestListings pages through /api/bisections and /api/findings with the
+// "next" each page gives.
+func TestListings(t *testing.T) {
+	ts, st := newTestServer(t)
+	f := seed(t, st, "listing")
+	other := newSimBisection(t, st, "listing2", 0)
+	if err := other.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type page struct {
+		Bisections []struct {
+			ID, Status, Outcome, Scenario, Metric, Good, Bad, URL string
+		} `json:"bisections"`
+		Findings []struct {
+			ID, Kind, Scenario, URL string
+			Culprits, Issues        []string
+		} `json:"findings"`
+		Next string `json:"next"`
+	}
+	read := func(path string) page {
+		t.Helper()
+		code, body, h := get(t, ts, path)
+		var p page
+		if err := json.Unmarshal([]byte(body), &p); code != 200 || err != nil || h.Get("Content-Type") != "application/json" {
+			t.Fatalf("GET %s: %d %v\n%s", path, code, err, body)
+		}
+		return p
+	}
+	// Every bisection once, newest first, one a page.
+	seen := map[string]int{}
+	var ids []string
+	for path, pages := "/api/bisections?limit=1", 0; path != ""; pages++ {
+		p := read(path)
+		if len(p.Bisections) > 1 || pages > 1000 {
+			t.Fatalf("GET %s: %d bisections on a page of 1", path, len(p.Bisections))
+		}
+		for _, b := range p.Bisections {
+			seen[b.ID]++
+			ids = append(ids, b.ID)
+			if b.ID == f.BisectionID && (b.Status != "done" || b.Outcome != "found" || b.Scenario != "copy-listing" ||
+				b.Metric != "elapsed" || len(b.Good) != 40 || b.URL != "/api/bisections/"+b.ID) {
+				t.Errorf("the fixture's bisection is listed as %+v", b)
+			}
+		}
+		path = p.Next
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("bisection %s listed %d times", id, n)
+		}
+	}
+	if seen[f.BisectionID] != 1 || seen[other.state.ID] != 1 {
+		t.Errorf("the listing lacks %s or %s: %v", f.BisectionID, other.state.ID, ids)
+	}
+	if p := read("/api/bisections?limit=2"); len(p.Bisections) != 2 || p.Bisections[0].ID != ids[0] || p.Bisections[1].ID != ids[1] {
+		t.Errorf("a page of 2: %+v, want %v first", p.Bisections, ids[:2])
+	}
+	fs := read("/api/findings")
+	var found bool
+	for _, fi := range fs.Findings {
+		if fi.ID == f.FindingID {
+			found = true
+			if fi.Kind != "regression" || fi.Scenario != f.Scenario || len(fi.Culprits) != 1 || len(fi.Issues) != 1 || fi.Issues[0] != f.IssueURL ||
+				fi.URL != "/findings/"+f.FindingID {
+				t.Errorf("the fixture's finding is listed as %+v", fi)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("/api/findings lacks %s: %+v", f.FindingID, fs.Findings)
+	}
+	if last := read("/api/findings?limit=1&after=" + url.QueryEscape(fs.Findings[len(fs.Findings)-1].ID)); len(last.Findings) != 0 || last.Next != "" {
+		t.Errorf("after the last finding: %+v", last)
 	}
 }
 
@@ -333,5 +480,54 @@ func TestSeriesOfClass(t *testing.T) {
 	}
 	if code, body, _ := get(t, ts, "/series?class=bench-klass&"+q); code != 200 || !strings.Contains(body, "on bench-klass</h1>") {
 		t.Errorf("the class's series page: %d\n%s", code, body)
+	}
+}
+
+// TestBisectionOfQueueJob: the page of a bisection a queue job runs follows
+// the job's event stream (the job records its events there, not under the
+// bisection's ID), and once the bisection is done the page follows nothing.
+func TestBisectionOfQueueJob(t *testing.T) {
+	ts, st := newTestServer(t)
+	ctx := context.Background()
+	sim := newSimBisection(t, st, "queued", 3)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sim.run(rctx) }()
+	select {
+	case <-sim.paused:
+	case err := <-done:
+		t.Fatalf("the bisection ended before pausing: %v", err)
+	}
+	queue, err := jobs.NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := queue.Enqueue(ctx, app.BisectRequest{Scenario: "copy-single", Good: "v1", Bad: "v2"}, "web-queued-bisection")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer queue.Cancel(ctx, row.ID) //nolint:errcheck // no daemon takes this class
+	if _, err := st.Pool().Exec(ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE id = $1", row.ID); err != nil {
+		t.Fatal(err)
+	}
+	var c jobs.Common
+	if err := json.Unmarshal(row.EncodedArgs, &c); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(app.Event{Kind: app.KindStart, At: time.Now(), Bisection: sim.state.ID, Text: "bisection " + sim.state.ID})
+	if _, err := st.AppendEvent(ctx, jobs.EventsOf(c.Key), string(app.KindStart), payload); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := get(t, ts, "/bisections/"+sim.state.ID)
+	if !strings.Contains(body, `data-job="`+jobs.EventsOf(c.Key)+`"`) || strings.Contains(body, "data-ended") {
+		t.Errorf("the running bisection's page does not follow its job's stream %s:\n%s", jobs.EventsOf(c.Key), body)
+	}
+	close(sim.resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, body, _ := get(t, ts, "/bisections/"+sim.state.ID); !strings.Contains(body, "data-ended") {
+		t.Errorf("the finished bisection's page still follows a stream:\n%s", body)
 	}
 }

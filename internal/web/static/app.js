@@ -118,7 +118,9 @@
   function follow() {
     const list = $("events"), live = $("live"), status = $("stream");
     if (!list || !live) return;
-    const id = list.dataset.job;
+    // A finished bisection's page follows nothing.
+    if (list.dataset.ended !== undefined) { status.textContent = "ended"; status.dataset.state = "ended"; return; }
+    const id = live.dataset.id, stream = list.dataset.job;
     // One reload at a time; events arriving meanwhile cause one more.
     // data-loaded is the last event the shown state includes.
     let busy = false, again = false, latest = 0;
@@ -132,11 +134,17 @@
         .catch((e) => { status.textContent = `reload failed: ${e.message}`; })
         .finally(() => { busy = false; if (again) { again = false; reload(); } });
     };
-    const src = new EventSource(`/events/${encodeURIComponent(id)}?after=${list.dataset.after}`);
+    const src = new EventSource(`/events/${encodeURIComponent(stream)}?after=${list.dataset.after}`);
+    // The server ends the stream after the job's last event ("done"), and
+    // answers a reconnection after it with 204, which closes the source.
+    const ended = () => { src.close(); status.textContent = "ended"; status.dataset.state = "ended"; };
     src.onopen = () => { status.textContent = "live"; };
-    src.onerror = () => { status.textContent = "reconnecting…"; };
+    src.onerror = () => {
+      if (src.readyState === EventSource.CLOSED) ended(); else status.textContent = "reconnecting…";
+    };
     src.onmessage = (m) => {
       const ev = JSON.parse(m.data);
+      if (ev.kind === "done") ended();
       const li = document.createElement("li");
       const at = document.createElement("span"), kind = document.createElement("b");
       at.className = "at"; at.textContent = ev.at;
@@ -150,11 +158,16 @@
     window.addEventListener("pagehide", () => src.close());
   }
 
-  // The overview's running jobs show their latest event.
+  // The overview's running jobs show their latest event (after the one
+  // shown, when the page has it).
   function followJobs() {
     for (const el of document.querySelectorAll(".live-job")) {
-      const src = new EventSource(`/events/${encodeURIComponent(el.dataset.job)}`);
-      src.onmessage = (m) => { const ev = JSON.parse(m.data); el.textContent = `${ev.kind}: ${ev.text}`; };
+      const src = new EventSource(`/events/${encodeURIComponent(el.dataset.job)}?after=${el.dataset.after || 0}`);
+      src.onmessage = (m) => {
+        const ev = JSON.parse(m.data);
+        el.textContent = `${ev.kind}: ${ev.text}`;
+        if (ev.kind === "done") src.close(); // the job's last event
+      };
       window.addEventListener("pagehide", () => src.close());
     }
   }
