@@ -249,7 +249,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	var box *store.Store
 	var adder notify.Adder
 	if !req.report {
-		if box, err = a.outbox(ctx, sink); err != nil {
+		if box, err = a.Outbox(ctx, sink); err != nil {
 			return nil, err
 		}
 		adder = box

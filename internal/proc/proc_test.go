@@ -79,3 +79,20 @@ func TestChildEnvironAndGroups(t *testing.T) {
 	rootGroups, _ := os.Getgroups()
 	t.Logf("root's groups %v; the child's %v", rootGroups, groups)
 }
+
+func TestTail(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 5, "a\nb\nc"},
+		{"", 3, ""},
+		{"x\n\n", 1, "x"},
+	} {
+		if got := Tail(tt.in, tt.n); got != tt.want {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
