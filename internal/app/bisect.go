@@ -201,8 +201,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		case err == nil:
 			runner.ClientBin = t.(bisectTarget).BinDir
 		case !errors.Is(err, bisect.ErrBroken):
-			return nil, fmt.Errorf("building the good commit %s, whose pgbench and psql every run uses (--client-bin or bench.client_bin names others): %w",
-				build.Short(good.Hash), err)
+			return nil, fmt.Errorf("building the good commit %s, whose pgbench and psql every run uses (--client-bin or bench.client_bin names others): %w (everything measured is saved: resume with 'pgbisect bisect --resume %s')",
+				build.Short(good.Hash), err, st.ID)
 		}
 		// The engine finds it in the cache; its time counts all the same.
 		st.BuildTime += time.Since(start)
