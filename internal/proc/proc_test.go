@@ -45,9 +45,7 @@ func TestChildEnvironAndGroups(t *testing.T) {
 	if strings.Contains(string(out), "ghp_proctestTOKEN") {
 		t.Error("a child's /proc/self/environ holds the GitHub token")
 	}
-	if !IsRoot() {
-		return
-	}
+	citest.Root(t, "a child run as another user gets that user's groups, not root's")
 	u, err := LookupUser("postgres")
 	if err != nil {
 		citest.Unavailable(t, "%v (scripts/setup-debian.sh installs postgresql, which creates it)", err)
