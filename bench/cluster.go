@@ -176,7 +176,7 @@ func (c *cluster) env() []string { return c.pg.Env(c.workDir) }
 func (c *cluster) logTail(n int) string { return c.pg.LogTail(n) }
 
 // tail returns the last n lines of b.
-func tail(b []byte, n int) string { return pgcluster.Tail(b, n) }
+func tail(b []byte, n int) string { return proc.Tail(string(b), n) }
 
 // removeStale removes clusters left under stateDir by a pgbisect process
 // that no longer runs (killed before it could clean up), stopping any

@@ -32,8 +32,11 @@ type Environment struct {
 	Busy bool `json:"busy"`
 
 	// Set by the runner for a sample.
-	BuildOptions  string            `json:"build_options,omitempty"`
-	ServerVersion string            `json:"server_version,omitempty"`
+	BuildOptions  string `json:"build_options,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
+	// Pgbench is the pgbench that ran the sample's pgbench steps (the
+	// Runner's ClientBin); "" when the scenario has none.
+	Pgbench       string            `json:"pgbench,omitempty"`
 	Settings      map[string]string `json:"settings,omitempty"` // effective non-default server settings
 	CachesDropped bool              `json:"caches_dropped,omitempty"`
 	Warnings      []string          `json:"warnings,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgcluster"
 
 	"github.com/pgbisect/pgbisect/internal/pgversion"
@@ -291,7 +292,7 @@ const debianBin = "/usr/lib/postgresql/15/bin"
 func requireDebian15(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(debianBin, "postgres")); err != nil {
-		t.Skipf("no PostgreSQL 15 server binaries in %s (apt-get install postgresql-15)", debianBin)
+		citest.Unavailable(t, "no PostgreSQL 15 server binaries in %s: apt-get install postgresql-15 (scripts/setup-debian.sh installs it)", debianBin)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -77,12 +78,10 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 // scripts/setup-debian.sh) while it runs, and needs no password.
 func TestBenchClusterRefusesOthers(t *testing.T) {
 	bin := pgBin(t)
-	if !proc.IsRoot() {
-		t.Skip("needs root: the server runs as another OS user")
-	}
+	citest.Root(t, "the server runs as another OS user")
 	probe, err := proc.LookupUser("pgbisect-probe")
 	if err != nil {
-		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh creates it)", err)
 	}
 	r, dir := newTestRunner(t)
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/machinelock"
 )
 
@@ -16,9 +17,7 @@ import (
 // another pgbisect's job or sample in life), a sample cannot start; once
 // that process lets go, it can.
 func TestMeasureLock(t *testing.T) {
-	if _, err := exec.LookPath("flock"); err != nil {
-		t.Skip("flock(1) is not installed")
-	}
+	citest.Tool(t, "flock", "apt-get install util-linux")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "machine.lock")
 	ctx := context.Background()

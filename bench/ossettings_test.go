@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -178,11 +179,7 @@ func loopDisk(t *testing.T) (mnt, name string) {
 		if err == nil {
 			return
 		}
-		msg := what + ": " + err.Error() + " (needs root, util-linux and e2fsprogs)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		citest.Unavailable(t, "%s: %v (needs root, util-linux and e2fsprogs)", what, err)
 	}
 	if !proc.IsRoot() {
 		need(fmt.Errorf("not root"), "loop device")

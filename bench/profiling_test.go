@@ -3,13 +3,13 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 // profiledScenario runs one query; the test picks a CPU-heavy one
@@ -31,9 +31,7 @@ metrics:
 // query against the light one names the hashing functions.
 func TestProfileRealServer(t *testing.T) {
 	bin := pgBin(t)
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Skip("perf is not installed (linux-perf)")
-	}
+	citest.Tool(t, "perf", "apt-get install linux-perf")
 	r, _ := newTestRunner(t)
 	r.Profiler = &profile.Recorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -73,7 +73,9 @@ type Runner struct {
 	RunAs *proc.User
 	// ClientBin is the directory of the pgbench used for every target, so
 	// that a change in pgbench is not mistaken for one in the server.
-	// Default: each target's own BinDir.
+	// Default: the BinDir of the first target Run measures, kept here for
+	// every later sample: one Runner never runs two pgbench binaries. Each
+	// sample names the pgbench that ran (Environment.Pgbench).
 	ClientBin string
 	// Progress receives one line per step for the person watching. Default:
 	// discarded.
@@ -161,10 +163,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			return nil, fmt.Errorf("target %s: %s has no %s: give the bin directory of a PostgreSQL installation", t.Name, t.BinDir, p)
 		}
 	}
-	clientBin := r.ClientBin
-	if clientBin == "" {
-		clientBin = t.BinDir
+	if r.ClientBin == "" {
+		r.ClientBin = t.BinDir
 	}
+	clientBin := r.ClientBin
 	if !isExecutable(filepath.Join(clientBin, "pgbench")) && sc.usesPgbench() {
 		return nil, fmt.Errorf("client tools: %s has no pgbench: set bench.client_bin to a PostgreSQL bin directory with pgbench", clientBin)
 	}
@@ -297,6 +299,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	}
 	s.Env = Fingerprint(ctx, c.dataDir)
 	s.Env.BuildOptions = t.BuildOptions
+	if sc.usesPgbench() {
+		s.Env.Pgbench = filepath.Join(clientBin, "pgbench")
+	}
 	s.Env.CachesDropped = cachesDropped
 	if sc.DropCaches && !cachesDropped {
 		s.Env.Warnings = append(s.Env.Warnings, "OS caches were not dropped (needs root and a writable /proc/sys/vm/drop_caches)")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
@@ -30,11 +31,7 @@ func pgBin(t testing.TB) string {
 	}
 	for _, p := range []string{"initdb", "pg_ctl", "postgres", "pgbench", "psql"} {
 		if !isExecutable(filepath.Join(dir, p)) {
-			msg := "PostgreSQL binaries not found in " + dir + " (" + p + "): run scripts/setup-debian.sh (installs postgresql-15) or set PGBISECT_TEST_PGBIN"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			citest.Unavailable(t, "PostgreSQL binaries not found in %s (%s): run scripts/setup-debian.sh (installs postgresql-15) or set PGBISECT_TEST_PGBIN", dir, p)
 		}
 	}
 	return dir

@@ -840,18 +840,10 @@ func verdictOf(v stats.Verdict) Verdict {
 func resultOf(c stats.Comparison) *Result {
 	return &Result{
 		MedianA: c.A.Median, MedianB: c.B.Median, NA: c.A.N, NB: c.B.N,
-		RelA: finite(c.A.RelStddev), RelB: finite(c.B.RelStddev),
-		Ratio: finite(c.Ratio), Lo: finite(c.Lo), Hi: finite(c.Hi), P: c.P, Worse: finite(c.Worse()),
+		RelA: stats.Finite(c.A.RelStddev), RelB: stats.Finite(c.B.RelStddev),
+		Ratio: stats.Finite(c.Ratio), Lo: stats.Finite(c.Lo), Hi: stats.Finite(c.Hi), P: c.P, Worse: stats.Finite(c.Worse()),
 		Warnings: c.Warnings,
 	}
-}
-
-// finite maps NaN and infinities to 0, which JSON can carry.
-func finite(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
-	}
-	return x
 }
 
 // String is "+12.3% [+8.1%, +16.0%], p=0.0001, n=15+15".

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -16,12 +17,10 @@ import (
 // skipping when the test does not run as root or has no such user.
 func buildUser(t *testing.T) *proc.User {
 	t.Helper()
-	if !proc.IsRoot() {
-		t.Skip("dropping privileges needs root")
-	}
+	citest.Root(t, "builds drop privileges to another user only when pgbisect is root")
 	u, err := proc.LookupUser("postgres")
 	if err != nil {
-		t.Skipf("no user to build as: %v", err)
+		citest.Unavailable(t, "no user to build as: %v (scripts/setup-debian.sh installs postgresql, which creates it)", err)
 	}
 	return u
 }
@@ -286,7 +285,7 @@ func isLink(t *testing.T, p string) bool {
 func TestBuildAsUser(t *testing.T) {
 	u := buildUser(t)
 	if err := checkTools(context.Background(), Options{}); err != nil {
-		t.Skipf("build tools missing: %v", err)
+		citest.Unavailable(t, "build tools missing: %v", err)
 	}
 	t.Setenv("CCACHE_DISABLE", "1")
 	configure := `#!/bin/sh

@@ -1,7 +1,6 @@
 package build
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -131,7 +130,7 @@ func (s *session) tail() string {
 	if err != nil {
 		return ""
 	}
-	last := lastLines(data, tailLines)
+	last := proc.Tail(string(data), tailLines) + "\n"
 	var errs []string
 	for _, line := range strings.Split(string(data), "\n") {
 		if isErrorLine(line) && !strings.Contains(last, line) {
@@ -154,21 +153,4 @@ const maxErrorLines = 10
 func isErrorLine(line string) bool {
 	return strings.Contains(line, ": error:") || strings.Contains(line, ": fatal error:") ||
 		strings.Contains(line, "undefined reference to") || strings.HasPrefix(line, "configure: error:")
-}
-
-func lastLines(data []byte, n int) string {
-	data = bytes.TrimRight(data, "\n")
-	i := len(data)
-	for ; n > 0 && i > 0; n-- {
-		j := bytes.LastIndexByte(data[:i], '\n')
-		if j < 0 {
-			i = 0
-			break
-		}
-		i = j
-	}
-	if i > 0 {
-		i++
-	}
-	return string(data[i:]) + "\n"
 }

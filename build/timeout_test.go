@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 // TestBuildTimeout builds a tree whose configure never finishes: Build must
@@ -15,7 +17,7 @@ import (
 // and the log, leave no process behind, and not record the commit as broken.
 func TestBuildTimeout(t *testing.T) {
 	if err := checkTools(context.Background(), Options{}); err != nil {
-		t.Skipf("build tools missing: %v", err)
+		citest.Unavailable(t, "build tools missing: %v", err)
 	}
 	r := newTestRepo(t)
 	r.exec = map[string]bool{"configure": true}

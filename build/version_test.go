@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgversion"
 )
 
@@ -158,7 +159,7 @@ fi
 	if err != nil {
 		var mt *MissingToolsError
 		if errors.As(err, &mt) {
-			t.Skipf("build tools missing: %v", err)
+			citest.Unavailable(t, "build tools missing: %v", err)
 		}
 		t.Fatal(err)
 	}

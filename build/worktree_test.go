@@ -151,23 +151,6 @@ func TestCheckoutRepairsInterruption(t *testing.T) {
 	}
 }
 
-func TestLastLines(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc\n", 2, "b\nc\n"},
-		{"a\nb\nc", 5, "a\nb\nc\n"},
-		{"", 3, "\n"},
-		{"x\n", 1, "x\n"},
-	} {
-		if got := lastLines([]byte(tt.in), tt.n); got != tt.want {
-			t.Errorf("lastLines(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}
-
 // TestKillStrays starts a process in a worktree, as a dead pgbisect's
 // make would be, and checks that the next lock holder kills it.
 func TestKillStrays(t *testing.T) {

@@ -34,10 +34,10 @@ func curveLogSection(f *finding.Finding, st style, s section, t table) section {
 		}
 		v := step.Verdict
 		if step.Note != "" {
-			v += ": " + abbrev(firstLine(step.Note), 60)
+			v += ": " + abbrev(finding.FirstLine(step.Note), 60)
 		}
 		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), st.esc(step.Point), st.link(st.code(finding.KeyHash(step.Commit)), step.Commit.URL),
-			med, n, st.esc(v), st.esc(firstLine(step.Commit.Subject))})
+			med, n, st.esc(v), st.esc(finding.FirstLine(step.Commit.Subject))})
 	}
 	s.blocks = append(s.blocks, t)
 	return s

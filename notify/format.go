@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -119,12 +118,4 @@ func memory(mb int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(mb)/1024)
 	}
 	return fmt.Sprintf("%d MiB", mb)
-}
-
-// firstLine returns s up to its first newline, trimmed.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }

@@ -236,7 +236,7 @@ func culpritPhrase(c finding.Culprit, st style) string {
 	}
 	s := "commit " + commitRef(c.Commit, st)
 	if c.Commit.Subject != "" {
-		s += fmt.Sprintf(" (\"%s\")", st.esc(firstLine(c.Commit.Subject)))
+		s += fmt.Sprintf(" (\"%s\")", st.esc(finding.FirstLine(c.Commit.Subject)))
 	}
 	return s
 }
@@ -291,7 +291,7 @@ func culpritText(c finding.Culprit, st style, why string) string {
 func commitLine(c finding.Commit, st style) string {
 	s := commitRef(c, st)
 	if c.Subject != "" {
-		s += " " + st.esc(firstLine(c.Subject))
+		s += " " + st.esc(finding.FirstLine(c.Subject))
 	}
 	var by []string
 	if c.Author != "" {
@@ -390,9 +390,9 @@ func logSection(f *finding.Finding, st style) section {
 		}
 		v := step.Verdict
 		if step.Note != "" {
-			v += ": " + abbrev(firstLine(step.Note), 60)
+			v += ": " + abbrev(finding.FirstLine(step.Note), 60)
 		}
-		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), st.link(st.code(finding.KeyHash(step.Commit)), step.Commit.URL), med, n, st.esc(v), st.esc(firstLine(step.Commit.Subject))})
+		t.rows = append(t.rows, []string{fmt.Sprint(i + 1), st.link(st.code(finding.KeyHash(step.Commit)), step.Commit.URL), med, n, st.esc(v), st.esc(finding.FirstLine(step.Commit.Subject))})
 	}
 	s.blocks = append(s.blocks, t)
 	return s
@@ -407,7 +407,7 @@ func serverLogSection(f *finding.Finding, st style) (section, bool) {
 		if step.ServerLog == "" {
 			continue
 		}
-		line := commitRef(step.Commit, st) + " " + st.esc(firstLine(step.Commit.Subject))
+		line := commitRef(step.Commit, st) + " " + st.esc(finding.FirstLine(step.Commit.Subject))
 		if step.Note != "" {
 			line += ": " + st.esc(step.Note)
 		}

@@ -21,6 +21,8 @@ PKGS=(build-essential bison flex perl libreadline-dev zlib1g-dev pkg-config
 	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps
 	chromium fonts-liberation linux-perf
 	systemd)  # systemd-analyze verifies the shipped daemon unit (it is not PID 1 here)
+# flock(1) and losetup (util-linux), mkfs.ext4 (e2fsprogs): the machine-lock and loop-disk tests.
+PKGS+=(util-linux e2fsprogs)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -25,4 +25,13 @@ go vet ./...
 # -p 1: one package at a time. The end-to-end tests of several packages
 # build in one shared worktree and measure on the same two cores; run side
 # by side they would thrash the worktree and measure each other's load.
+# What git sees before and after the tests: a test that writes into the
+# repository (scratch files at the root, once committed by mistake) fails CI.
+tree_before="$(git status --porcelain --untracked-files=all 2>/dev/null || true)"
 go test -count=1 -p 1 -timeout 80m "$@" ./...
+tree_after="$(git status --porcelain --untracked-files=all 2>/dev/null || true)"
+if [ "$tree_before" != "$tree_after" ]; then
+	echo "the tests changed the repository's working tree (write scratch files to a temporary directory):" >&2
+	diff <(echo "$tree_before") <(echo "$tree_after") >&2 || true
+	exit 1
+fi

@@ -12,9 +12,7 @@ import (
 // scenario with a few metrics, times a matrix), inside a rolled-back
 // transaction.
 func BenchmarkAddSamples(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
+	needServer(b)
 	ctx := context.Background()
 	tx, err := shared.pool.Begin(ctx)
 	if err != nil {
@@ -38,9 +36,7 @@ func BenchmarkAddSamples(b *testing.B) {
 // BenchmarkAppendEvent appends committed events to one job (each its own
 // transaction, as a running job does), then deletes them.
 func BenchmarkAppendEvent(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
+	needServer(b)
 	ctx := context.Background()
 	job := fmt.Sprintf("bench-append-%d", b.N)
 	b.Cleanup(func() { deleteEvents(b, job) })
@@ -55,9 +51,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 // BenchmarkFollowLatency measures one event from AppendEvent on one pool to
 // a follower's callback on another connection, woken by NOTIFY.
 func BenchmarkFollowLatency(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
+	needServer(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	job := fmt.Sprintf("bench-follow-%d", b.N)
@@ -91,9 +85,7 @@ func deleteEvents(b *testing.B, job string) {
 // build key, a matrix point, a machine and class), for docs/scale.md's
 // sizes: go test -run '^$' -bench SampleRowBytes ./store/
 func BenchmarkSampleRowBytes(b *testing.B) {
-	if noServer != nil {
-		b.Skip(noServer)
-	}
+	needServer(b)
 	ctx := context.Background()
 	tx, err := shared.pool.Begin(ctx)
 	if err != nil {

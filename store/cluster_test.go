@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
@@ -217,7 +218,7 @@ func groupMembers(pgid int) []int {
 // is reported with the directory to open up, before initdb fails obscurely.
 func TestUnreachableStateDir(t *testing.T) {
 	if !proc.IsRoot() {
-		t.Skip("the cluster runs as another user only when pgbisect is root")
+		citest.Root(t, "the cluster runs as another user only when pgbisect is root")
 	}
 	u, err := proc.LookupUser("postgres")
 	if err != nil {
@@ -244,7 +245,7 @@ func TestUnreachableStateDir(t *testing.T) {
 
 func TestNewClusterUnknownUser(t *testing.T) {
 	if !proc.IsRoot() {
-		t.Skip("run_as is used only when pgbisect is root")
+		citest.Root(t, "run_as is used only when pgbisect is root")
 	}
 	_, err := NewCluster(t.TempDir(), "no-such-user-pgbisect", nil)
 	if err == nil || !strings.Contains(err.Error(), "no-such-user-pgbisect") {
@@ -261,16 +262,14 @@ func TestNewClusterUnknownUser(t *testing.T) {
 // environment is not in the server's.
 func TestOlderClusterMovedAndIsolated(t *testing.T) {
 	needServer(t)
-	if !proc.IsRoot() {
-		t.Skip("needs root: the store and the benchmarks run as two OS users")
-	}
+	citest.Root(t, "the store and the benchmarks run as two OS users")
 	storeUser, err := proc.LookupUser("pgbisect")
 	if err != nil {
-		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh creates it)", err)
 	}
 	probe, err := proc.LookupUser("pgbisect-probe")
 	if err != nil {
-		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh creates it)", err)
 	}
 	bench, err := proc.LookupUser("postgres")
 	if err != nil {

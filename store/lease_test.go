@@ -99,12 +99,28 @@ func TestKeepLeaseReportsATakeover(t *testing.T) {
 	}
 	lost := make(chan error, 1)
 	go s.KeepLease(ctx, a, 1500*time.Millisecond, func(err error) { lost <- err })
-	// Renewals keep it: after several lease periods it still holds.
-	time.Sleep(3 * time.Second)
-	select {
-	case err := <-lost:
-		t.Fatalf("a kept lease was reported lost: %v", err)
-	default:
+	// Renewals keep it: wait, on the database's clock, until the first
+	// expiry is a whole lease period past; the lease must hold throughout.
+	deadline := time.After(30 * time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for past := false; !past; {
+		select {
+		case err := <-lost:
+			t.Fatalf("a kept lease was reported lost: %v", err)
+		case <-deadline:
+			t.Fatal("the database's clock did not pass the lease's first expiry within 30s")
+		case <-poll.C:
+		}
+		var held bool
+		err := s.db.QueryRow(ctx, `SELECT expires_at > now() AND epoch = $2, now() > $3::timestamptz + $4 * interval '1 microsecond'
+			FROM job_leases WHERE job_id = $1`, "job-2", a.Epoch, a.Expires, (1500*time.Millisecond).Microseconds()).Scan(&held, &past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			t.Fatal("the lease expired or changed hands while KeepLease was renewing it")
+		}
 	}
 	if _, err := s.db.Exec(ctx, "UPDATE job_leases SET epoch = epoch + 1, machine = 'bench-b' WHERE job_id = 'job-2'"); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 // The tests share one private cluster, started by TestMain through the same
@@ -62,15 +64,12 @@ func testLog() *slog.Logger {
 
 // needServer skips a test when PostgreSQL's server binaries are missing,
 // except in CI, where that is a broken setup and fails.
-func needServer(t *testing.T) {
+func needServer(t testing.TB) {
 	t.Helper()
 	if noServer == nil {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("PostgreSQL server binaries are required in CI (run scripts/setup-debian.sh): %v", noServer)
-	}
-	t.Skipf("no PostgreSQL server binaries (run scripts/setup-debian.sh): %v", noServer)
+	citest.Unavailable(t, "no PostgreSQL server binaries (run scripts/setup-debian.sh): %v", noServer)
 }
 
 // testStore returns a Store bound to a transaction of the shared cluster

@@ -121,8 +121,8 @@ func (s *Store) EnvironmentsUsed(ctx context.Context) ([]EnvironmentUse, error) 
 
 // Counts are the totals a monitoring scrape reports.
 type Counts struct {
-	// Jobs counts the queue's jobs (River's river_job) by state
-	// ("available", "running", "completed", ...); Builds counts builds by
+	// Jobs counts the queue's jobs (River's river_job) by JobStatuses,
+	// River's states mapped as JobStatus says; Builds counts builds by
 	// status.
 	Jobs    map[string]int64
 	Builds  map[string]int64
@@ -134,14 +134,40 @@ type Counts struct {
 	LastNightly time.Time
 }
 
+// JobStatuses are the statuses Counts.Jobs reports, each present (zero
+// when no job has it).
+var JobStatuses = []string{"queued", "running", "done", "failed", "cancelled"}
+
+// JobStatus maps a River job state to the status monitoring reports:
+// queued (available, scheduled, retryable, pending: waiting to run, or to
+// run again), running, done (completed), failed (discarded: out of
+// attempts), cancelled. An unknown state (a newer River's) is its own
+// name.
+func JobStatus(riverState string) string {
+	switch riverState {
+	case "available", "scheduled", "retryable", "pending":
+		return "queued"
+	case "completed":
+		return "done"
+	case "discarded":
+		return "failed"
+	}
+	return riverState
+}
+
+const jobsByState = "SELECT state::text, count(*) FROM river_job GROUP BY 1"
+
 // Counts returns the totals, each table read once.
 func (s *Store) Counts(ctx context.Context) (Counts, error) {
 	c := Counts{Jobs: map[string]int64{}, Builds: map[string]int64{}}
+	for _, st := range JobStatuses {
+		c.Jobs[st] = 0
+	}
 	for _, q := range []struct {
 		sql string
 		m   map[string]int64
 	}{
-		{"SELECT state::text, count(*) FROM river_job GROUP BY 1", c.Jobs},
+		{jobsByState, c.Jobs},
 		{"SELECT status, count(*) FROM builds GROUP BY 1", c.Builds},
 	} {
 		rows, err := s.db.Query(ctx, q.sql)
@@ -155,7 +181,10 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 				rows.Close()
 				return c, fmt.Errorf("counting: %w", err)
 			}
-			q.m[k] = n
+			if q.sql == jobsByState {
+				k = JobStatus(k)
+			}
+			q.m[k] += n
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

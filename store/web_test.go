@@ -3,8 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"maps"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // TestDashboardReads checks the dashboard's queries on an empty schema and
@@ -17,7 +23,7 @@ func TestDashboardReads(t *testing.T) {
 		t.Fatalf("empty SeriesKeys: %v %v", keys, err)
 	}
 	c, err := s.Counts(ctx)
-	if err != nil || c.Samples != 0 || !c.LastNightly.IsZero() || len(c.Jobs) != 0 {
+	if err != nil || c.Samples != 0 || !c.LastNightly.IsZero() || len(c.Jobs) != len(JobStatuses) || c.Jobs["queued"] != 0 {
 		t.Fatalf("empty Counts: %+v %v", c, err)
 	}
 	if _, err := s.NightlyRun(ctx, 1); !errors.Is(err, ErrNotFound) {
@@ -79,5 +85,111 @@ func TestDashboardReads(t *testing.T) {
 	}
 	if c.Samples != 12 || c.Jobs == nil || c.Builds["ok"] != 1 || !c.LastNightly.Equal(runs[1].Started) {
 		t.Errorf("Counts: %+v", c)
+	}
+}
+
+// statusArgs is a job of TestCountsJobsByStatus; Outcome says what its
+// worker does.
+type statusArgs struct {
+	Outcome string `json:"outcome"`
+}
+
+func (statusArgs) Kind() string { return "store_test_status" }
+
+type statusWorker struct {
+	river.WorkerDefaults[statusArgs]
+	started chan struct{}
+	release chan struct{}
+}
+
+func (w *statusWorker) Work(ctx context.Context, j *river.Job[statusArgs]) error {
+	switch j.Args.Outcome {
+	case "fail":
+		return errors.New("failed on purpose")
+	case "cancel":
+		return river.JobCancel(errors.New("cancelled on purpose"))
+	case "block":
+		close(w.started)
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// retryLater retries a failed job an hour later.
+type retryLater struct{}
+
+func (retryLater) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(time.Hour) }
+
+// TestCountsJobsByStatus runs real River jobs on a store of its own into
+// every state and checks the counts /metrics reports: River's states
+// mapped to queued (available, scheduled, retryable), running, done,
+// failed (discarded) and cancelled.
+func TestCountsJobsByStatus(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Open(ctx, Config{URL: testSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := &statusWorker{started: make(chan struct{}), release: make(chan struct{})}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(riverpgxv5.New(s.Pool()), &river.Config{
+		Logger:      slog.New(slog.DiscardHandler),
+		Queues:      map[string]river.QueueConfig{"work": {MaxWorkers: 5}},
+		Workers:     workers,
+		RetryPolicy: retryLater{}, // the retryable job stays retryable
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, stop := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
+	defer stop()
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(w.release)
+		if err := client.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	insert := func(outcome string, opts river.InsertOpts) {
+		t.Helper()
+		if _, err := client.Insert(ctx, statusArgs{Outcome: outcome}, &opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("ok", river.InsertOpts{Queue: "idle"})                                         // available
+	insert("ok", river.InsertOpts{Queue: "work", ScheduledAt: time.Now().Add(time.Hour)}) // scheduled
+	insert("fail", river.InsertOpts{Queue: "work", MaxAttempts: 2})                       // retryable
+	insert("ok", river.InsertOpts{Queue: "work"})                                         // completed
+	insert("fail", river.InsertOpts{Queue: "work", MaxAttempts: 1})                       // discarded
+	insert("cancel", river.InsertOpts{Queue: "work"})                                     // cancelled
+	insert("block", river.InsertOpts{Queue: "work"})                                      // running
+	timeout := time.After(time.Minute)
+	for n := 0; n < 4; n++ {
+		select {
+		case <-ended:
+		case <-timeout:
+			t.Fatalf("only %d of the 4 jobs that end ended within a minute", n)
+		}
+	}
+	select {
+	case <-w.started:
+	case <-timeout:
+		t.Fatal("the blocking job did not start within a minute")
+	}
+	c, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"queued": 3, "running": 1, "done": 1, "failed": 1, "cancelled": 1}
+	if !maps.Equal(c.Jobs, want) {
+		t.Errorf("Counts.Jobs = %v, want %v", c.Jobs, want)
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 const script = `postgres 4242/4242 
@@ -209,9 +210,8 @@ postgres 999/999
 // TestRecorderCancelled stops a recording whose run was cancelled: perf
 // is killed, nothing is symbolised, and a warning says so.
 func TestRecorderCancelled(t *testing.T) {
-	if _, err := exec.LookPath("perf"); err != nil || os.Geteuid() != 0 {
-		t.Skip("needs perf and root")
-	}
+	citest.Tool(t, "perf", "apt-get install linux-perf")
+	citest.Root(t, "perf records the whole machine")
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := Recorder{Dir: dir}.Start(ctx, []int{os.Getpid()})
@@ -235,9 +235,8 @@ func TestRecorderCancelled(t *testing.T) {
 // real perf: the samples are kept by the process filter and most are in
 // the test binary.
 func TestRecorderRecordsThisProcess(t *testing.T) {
-	if _, err := exec.LookPath("perf"); err != nil || os.Geteuid() != 0 {
-		t.Skip("needs perf and root")
-	}
+	citest.Tool(t, "perf", "apt-get install linux-perf")
+	citest.Root(t, "perf records the whole machine")
 	rec := Recorder{Dir: t.TempDir()}.Start(context.Background(), []int{os.Getpid()})
 	x := 0
 	for i := 0; i < 400_000_000; i++ {

@@ -191,10 +191,18 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	defer runner.Close(context.WithoutCancel(ctx))
 	m := &bisectMeasurer{runner: runner, sc: sc, point: point, points: points, metric: metric.Name, results: results, id: st.ID, state: st, sink: sink}
 	if !st.Done() && runner.ClientBin == "" {
-		// One pgbench and psql for every run: the good commit's.
+		// One pgbench and psql for every run: the good commit's. A good
+		// commit that does not build ends the bisection (the engine says
+		// so); any other failure stops it here, never leaving each build
+		// to run its own pgbench.
 		start := time.Now()
-		if t, err := bb.Build(ctx, good.Hash); err == nil {
+		t, err := bb.Build(ctx, good.Hash)
+		switch {
+		case err == nil:
 			runner.ClientBin = t.(bisectTarget).BinDir
+		case !errors.Is(err, bisect.ErrBroken):
+			return nil, fmt.Errorf("building the good commit %s, whose pgbench and psql every run uses (--client-bin or bench.client_bin names others): %w (everything measured is saved: resume with 'pgbisect bisect --resume %s')",
+				build.Short(good.Hash), err, st.ID)
 		}
 		// The engine finds it in the cache; its time counts all the same.
 		st.BuildTime += time.Since(start)
@@ -241,7 +249,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	var box *store.Store
 	var adder notify.Adder
 	if !req.report {
-		if box, err = a.outbox(ctx, sink); err != nil {
+		if box, err = a.Outbox(ctx, sink); err != nil {
 			return nil, err
 		}
 		adder = box

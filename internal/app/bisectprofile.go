@@ -166,20 +166,10 @@ func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg, int
 		intro = fmt.Sprintf("==> where the time went: profiling %s against its parent %s, %d runs each", targets[1].Name, targets[0].Name, j.Runs)
 	}
 	j.Sink.note("%s", intro)
-	done := [2]int{}
 	pc, err := bench.CompareProfiles(ctx, j.Runner, profile.Recorder{Dir: j.StateDir}, j.Scenario, targets[0], targets[1], j.Point, j.Runs, bench.Order{},
-		func(s bench.Sample) {
-			side := 0
-			if s.Target == targets[1].Name {
-				side = 1
-			}
-			done[side]++
-			n := 0
-			if s.Profile != nil {
-				n = s.Profile.Samples
-			}
-			j.Sink.note("profiled %s run %d/%d: %d CPU samples", s.Target, done[side], j.Runs, n)
-		})
+		profiledRuns(targets[1].Name, func(target string, run, cpuSamples int) {
+			j.Sink.note("profiled %s run %d/%d: %d CPU samples", target, run, j.Runs, cpuSamples)
+		}))
 	if err != nil {
 		return failed(err)
 	}

@@ -14,25 +14,32 @@ import (
 // ProfileTop is how many growers of each kind a profile summary keeps.
 const ProfileTop = 10
 
+// profiledRuns is the progress callback of bench.CompareProfiles: it
+// numbers each side's profiled runs (the side whose target is named b, or
+// the other) and tells note the run's target, number and CPU samples.
+func profiledRuns(b string, note func(target string, run, cpuSamples int)) func(bench.Sample) {
+	done := map[bool]int{}
+	return func(s bench.Sample) {
+		side := s.Target == b
+		done[side]++
+		n := 0
+		if s.Profile != nil {
+			n = s.Profile.Samples
+		}
+		note(s.Target, done[side], n)
+	}
+}
+
 // compareProfiled takes runs more samples of each side at pt, in order,
 // with perf recording the server, and returns the profile diff of B
 // against A. The
 // verdict is already made from unprofiled samples: these samples are
 // slowed by the profiler and only say where the CPU time went.
 func compareProfiled(ctx context.Context, r *bench.Runner, sc *bench.Scenario, targets [2]bench.Target, pt bench.Point, order bench.Order, runs int, svgPath string, sink Sink) (*profile.Summary, error) {
-	done := [2]int{}
-	pc, err := bench.CompareProfiles(ctx, r, profile.Recorder{Dir: r.StateDir}, sc, targets[0], targets[1], pt, runs, order, func(s bench.Sample) {
-		side := 0
-		if s.Target == targets[1].Name {
-			side = 1
-		}
-		done[side]++
-		n := 0
-		if s.Profile != nil {
-			n = s.Profile.Samples
-		}
-		sink.note("compare%s: profiled %s run %d/%d (%d CPU samples)", pointLabel(pt), s.Target, done[side], runs, n)
-	})
+	pc, err := bench.CompareProfiles(ctx, r, profile.Recorder{Dir: r.StateDir}, sc, targets[0], targets[1], pt, runs, order,
+		profiledRuns(targets[1].Name, func(target string, run, cpuSamples int) {
+			sink.note("compare%s: profiled %s run %d/%d (%d CPU samples)", pointLabel(pt), target, run, runs, cpuSamples)
+		}))
 	if err != nil {
 		return nil, err
 	}

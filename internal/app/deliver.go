@@ -17,10 +17,6 @@ func (a *App) Outbox(ctx context.Context, sink Sink) (*store.Store, error) {
 	return a.Store(ctx)
 }
 
-func (a *App) outbox(ctx context.Context, sink Sink) (*store.Store, error) {
-	return a.Store(ctx)
-}
-
 // Deliver posts the pending findings to GitHub when posting is configured
 // (a repository and a token); otherwise it does nothing. What was posted
 // and what was not are notes on sink; a finding that could not be posted

@@ -1,6 +1,10 @@
 package app
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/finding"
+)
 
 // Milestone is what a follower that shows only an operation's milestones
 // makes of one of its events: a GitHub reply edited as the job runs is
@@ -23,7 +27,7 @@ type Milestone struct {
 func MilestoneOf(e Event) Milestone {
 	switch e.Kind {
 	case KindStart:
-		return Milestone{Line: "started: " + firstLine(e.Text), Bisection: e.Bisection}
+		return Milestone{Line: "started: " + milestoneLine(e.Text), Bisection: e.Bisection}
 	case KindEndpoints:
 		return Milestone{Line: "endpoints verified: " + e.Text, Bisection: e.Bisection}
 	case KindCulprit:
@@ -33,15 +37,16 @@ func MilestoneOf(e Event) Milestone {
 	case KindDone:
 		m := Milestone{End: true, Finding: e.Finding, Bisection: e.Bisection, Result: e.Result, Line: "done"}
 		if e.Error != "" {
-			m.Failed, m.Line = true, "failed: "+firstLine(e.Error)
+			m.Failed, m.Line = true, "failed: "+milestoneLine(e.Error)
 		}
 		return m
 	}
 	return Milestone{}
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
+// milestoneLine is the first line of an event's text without its resume hint.
+func milestoneLine(s string) string {
+	s = finding.FirstLine(s)
 	if i := strings.Index(s, " (resume with"); i > 0 {
 		s = s[:i]
 	}

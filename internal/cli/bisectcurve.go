@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // bisectPrintCurve prints the outcome of a bisection of several points:
@@ -25,7 +26,7 @@ func bisectPrintCurve(w io.Writer, out *app.BisectResult) {
 	}
 	for i, c := range f.Culprits {
 		tip := c.Commit
-		fmt.Fprintf(w, "\nculprit %d: %s %s\n  author %s, %s\n", i+1, tip.ShortHash(), firstLine(tip.Subject), authorOnly(tip.Author), tip.Date.Format("2006-01-02"))
+		fmt.Fprintf(w, "\nculprit %d: %s %s\n  author %s, %s\n", i+1, tip.ShortHash(), finding.FirstLine(tip.Subject), authorOnly(tip.Author), tip.Date.Format("2006-01-02"))
 		if c.IsRange() {
 			var names []string
 			for _, r := range c.Range {
@@ -49,11 +50,6 @@ func bisectPrintCurve(w io.Writer, out *app.BisectResult) {
 	if sp := f.SamplesBy; sp != nil && sp.Curve > 0 {
 		fmt.Fprintf(w, "\n%d samples measured the culprits at the points where they were not found\n", sp.Curve)
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // authorOnly drops the e-mail address of "Name <email>".

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 func TestCompareProfileUsage(t *testing.T) {
@@ -49,9 +49,7 @@ metrics:
 // has no values (not zeros).
 func TestCompareProfile(t *testing.T) {
 	bin := runPG15(t)
-	if _, err := exec.LookPath("perf"); err != nil {
-		t.Skip("perf is not installed (linux-perf)")
-	}
+	citest.Tool(t, "perf", "apt-get install linux-perf")
 	state := runState(t)
 	dir := t.TempDir()
 	svg, scenario := filepath.Join(dir, "flame.svg"), filepath.Join(dir, "insert.yaml")

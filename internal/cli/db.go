@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/pgbisect/pgbisect/internal/app"
+	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -182,6 +183,23 @@ func dbStatus(ctx context.Context, env *Env, cluster *store.Cluster, url string,
 // than a child: an interactive psql must own the terminal (its own process
 // group would be stopped by SIGTTIN), and Ctrl-C must reach psql, which
 // uses it to cancel a query.
+// psqlVars are the variables psql reads for interactive use (pager, editor,
+// startup file, history, terminal size, encoding): psql gets them besides
+// the allowlist every child gets (proc.Env), never the GitHub token, the
+// web token or a database password. The URL names the database.
+var psqlVars = []string{"PAGER", "PSQL_PAGER", "PSQL_WATCH_PAGER", "PSQLRC", "PSQL_HISTORY",
+	"PSQL_EDITOR", "PSQL_EDITOR_LINENUMBER_ARG", "EDITOR", "VISUAL", "COLUMNS", "LINES", "PGCLIENTENCODING"}
+
+func psqlEnv() []string {
+	var extra []string
+	for _, k := range psqlVars {
+		if v, ok := os.LookupEnv(k); ok {
+			extra = append(extra, k+"="+v)
+		}
+	}
+	return proc.Env(extra...)
+}
+
 func dbPsql(cluster *store.Cluster, url string, args []string) error {
 	psql := ""
 	if cluster.BinDir != "" {
@@ -197,7 +215,7 @@ func dbPsql(cluster *store.Cluster, url string, args []string) error {
 		psql = p
 	}
 	argv := append([]string{"psql", url}, args...)
-	if err := syscall.Exec(psql, argv, os.Environ()); err != nil {
+	if err := syscall.Exec(psql, argv, psqlEnv()); err != nil {
 		return fmt.Errorf("running %s: %w", psql, err)
 	}
 	return nil

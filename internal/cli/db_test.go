@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +66,32 @@ func TestDBCommand(t *testing.T) {
 	run(0, "stop")
 	if out := run(0, "status"); !strings.Contains(out, "state:   stopped") {
 		t.Fatalf("status after stop:\n%s", out)
+	}
+}
+
+// TestDBPsqlEnvironment runs "pgbisect db psql" (which execs psql, so in a
+// child process) with the GitHub and web tokens set, and has psql print
+// its own environment through a shell (\! env): psql sees the allowlist
+// and its own variables (PAGER), never the tokens.
+func TestDBPsqlEnvironment(t *testing.T) {
+	if url := os.Getenv("PGBISECT_PSQL_CHILD"); url != "" {
+		os.Exit(Main(context.Background(), []string{"db", "psql", "--db", url, "--", "-X", "-c", `\! env`}, os.Stdout, os.Stderr))
+	}
+	st := storetest.Store(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDBPsqlEnvironment$")
+	cmd.Env = append(os.Environ(), "PGBISECT_PSQL_CHILD="+st.Cluster().URL(),
+		"GITHUB_TOKEN=ghp_psqltestsecret", "PGBISECT_WEB_TOKEN=webpsqltestsecret", "PAGER=pgbisect-test-pager")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pgbisect db psql -- -c '\\! env': %v\n%s", err, out)
+	}
+	env := "\n" + string(out)
+	if !strings.Contains(env, "\nPAGER=pgbisect-test-pager\n") || !strings.Contains(env, "\nPATH=") {
+		t.Fatalf("psql's shell printed no environment with PATH and psql's PAGER:\n%s", out)
+	}
+	for _, secret := range []string{"GITHUB_TOKEN", "PGBISECT_WEB_TOKEN", "psqltestsecret", "PGBISECT_PSQL_CHILD"} {
+		if strings.Contains(env, secret) {
+			t.Errorf("psql's environment holds %s:\n%s", secret, out)
+		}
 	}
 }

@@ -6,19 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 // TestSystemdUnitVerifies runs systemd-analyze verify on the shipped unit,
 // with ExecStart pointing at an executable that exists here (verify checks
 // that), and checks that stopping sends SIGTERM to pgbisect alone.
 func TestSystemdUnitVerifies(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("systemd-analyze is missing: run scripts/setup-debian.sh")
-		}
-		t.Skip("systemd-analyze is missing")
-	}
+	analyze := citest.Tool(t, "systemd-analyze", "apt-get install systemd")
 	data, err := os.ReadFile("../../configs/pgbisect-daemon.service")
 	if err != nil {
 		t.Fatal(err)

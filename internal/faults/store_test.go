@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/proc"
 	"github.com/pgbisect/pgbisect/store"
@@ -25,10 +26,7 @@ func pgBin(t *testing.T) string {
 	t.Helper()
 	dir, err := store.FindBinDir("")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v: run scripts/setup-debian.sh", err)
-		}
-		t.Skipf("%v: run scripts/setup-debian.sh", err)
+		citest.Unavailable(t, "%v: run scripts/setup-debian.sh", err)
 	}
 	return dir
 }
@@ -41,10 +39,7 @@ func storeUser(t *testing.T) *proc.User {
 	}
 	u, err := proc.LookupUser("pgbisect")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v (scripts/setup-debian.sh creates it)", err)
-		}
-		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh creates it)", err)
 	}
 	return u
 }
@@ -143,13 +138,11 @@ func TestStoreStopsMidBisection(t *testing.T) {
 // is intact in both, and saving works again once there is room.
 func TestFullFilesystem(t *testing.T) {
 	bin := pgBin(t)
-	if !proc.IsRoot() {
-		t.Skip("needs root to mount a tmpfs")
-	}
+	citest.Root(t, "mounting a tmpfs")
 	ctx := context.Background()
 	dir := openDir(t)
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m,mode=0755", "pgbisect-faults", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+		citest.Unavailable(t, "cannot mount a tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

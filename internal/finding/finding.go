@@ -417,7 +417,7 @@ func finiteCopy(f *Finding) Finding {
 			c := &out[i]
 			for _, x := range []*float64{&c.Good.Median, &c.Good.RelStddev, &c.Bad.Median, &c.Bad.RelStddev,
 				&c.Ratio, &c.RatioLow, &c.RatioHigh, &c.Confidence, &c.P} {
-				*x = finite(*x)
+				*x = stats.Finite(*x)
 			}
 			c.Change = 0
 			if c.Ratio != 0 {
@@ -429,7 +429,7 @@ func finiteCopy(f *Finding) Finding {
 	floats := func(xs []float64) []float64 {
 		out := slices.Clone(xs)
 		for i := range out {
-			out[i] = finite(out[i])
+			out[i] = stats.Finite(out[i])
 		}
 		return out
 	}
@@ -441,23 +441,23 @@ func finiteCopy(f *Finding) Finding {
 	g.Reverts = finiteReverts(f.Reverts, cmps)
 	g.Log = slices.Clone(f.Log)
 	for i := range g.Log {
-		g.Log[i].Median = finite(g.Log[i].Median)
+		g.Log[i].Median = stats.Finite(g.Log[i].Median)
 		g.Log[i].Samples = floats(g.Log[i].Samples)
 	}
 	if f.Series != nil {
 		s := *f.Series
 		s.Points = slices.Clone(s.Points)
 		for i := range s.Points {
-			s.Points[i].Median = finite(s.Points[i].Median)
+			s.Points[i].Median = stats.Finite(s.Points[i].Median)
 		}
 		g.Series = &s
 	}
 	g.Progress = slices.Clone(f.Progress)
 	for i := range g.Progress {
 		g.Progress[i].TPS = floats(g.Progress[i].TPS)
-		g.Progress[i].Interval = finite(g.Progress[i].Interval)
+		g.Progress[i].Interval = stats.Finite(g.Progress[i].Interval)
 	}
-	g.Env.LoadAvg = finite(g.Env.LoadAvg)
+	g.Env.LoadAvg = stats.Finite(g.Env.LoadAvg)
 	return g
 }
 

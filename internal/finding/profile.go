@@ -2,6 +2,7 @@ package finding
 
 import (
 	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
 // Profile is "where the time went" for a culprit: CPU profiles of the
@@ -59,12 +60,12 @@ func FromProfile(point string, s profile.Summary, framePointers bool) *Profile {
 			if inclusive {
 				fs = FunctionShare{Function: c.Function, Parent: c.Base.Inclusive, Culprit: c.Culprit.Inclusive, Change: c.Inclusive, P: c.PInclusive}
 			}
-			fs.Parent, fs.Culprit, fs.Change, fs.P = finite(fs.Parent), finite(fs.Culprit), finite(fs.Change), finite(fs.P)
+			fs.Parent, fs.Culprit, fs.Change, fs.P = stats.Finite(fs.Parent), stats.Finite(fs.Culprit), stats.Finite(fs.Change), stats.Finite(fs.P)
 			out = append(out, fs)
 		}
 		return out
 	}
-	return &Profile{Point: point, ParentRuns: s.BaseRuns, CulpritRuns: s.CulpritRuns, MinP: finite(s.MinP),
+	return &Profile{Point: point, ParentRuns: s.BaseRuns, CulpritRuns: s.CulpritRuns, MinP: stats.Finite(s.MinP),
 		Self: conv(s.Self, false), Inclusive: conv(s.Inclusive, true), FramePointers: framePointers,
 		Warnings: append([]string(nil), s.Warnings...)}
 }

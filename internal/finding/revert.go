@@ -1,5 +1,7 @@
 package finding
 
+import "github.com/pgbisect/pgbisect/bench/stats"
+
 // RevertCheck is the proof of a culprit by backing it out: Bad with the
 // culprit's change undone (its parent→culprit diff applied in reverse),
 // built and measured against Bad. With several culprits there is also one
@@ -57,7 +59,7 @@ func finiteReverts(rs []RevertCheck, cmps func([]Comparison) []Comparison) []Rev
 		if !r.HasInterval {
 			r.RecoveredLow, r.RecoveredHigh = 0, 0
 		}
-		r.Recovered, r.RecoveredLow, r.RecoveredHigh = finite(r.Recovered), finite(r.RecoveredLow), finite(r.RecoveredHigh)
+		r.Recovered, r.RecoveredLow, r.RecoveredHigh = stats.Finite(r.Recovered), stats.Finite(r.RecoveredLow), stats.Finite(r.RecoveredHigh)
 		out[i] = r
 	}
 	return out

@@ -1,10 +1,6 @@
 package finding
 
-import (
-	"math"
-
-	"github.com/pgbisect/pgbisect/bench/stats"
-)
+import "github.com/pgbisect/pgbisect/bench/stats"
 
 // FromStats converts a comparison of bench/stats into a report row for
 // metric (in unit) at matrix point. Values stats leaves NaN (a median that
@@ -12,17 +8,10 @@ import (
 func FromStats(metric, unit, point string, c stats.Comparison) Comparison {
 	return Comparison{
 		Metric: metric, Unit: unit, Direction: c.Direction, Point: point,
-		Good:  Side{Median: finite(c.A.Median), RelStddev: finite(c.A.RelStddev), N: c.A.N},
-		Bad:   Side{Median: finite(c.B.Median), RelStddev: finite(c.B.RelStddev), N: c.B.N},
-		Ratio: finite(c.Ratio), RatioLow: finite(c.Lo), RatioHigh: finite(c.Hi),
-		Confidence: finite(c.Confidence), P: finite(c.P),
+		Good:  Side{Median: stats.Finite(c.A.Median), RelStddev: stats.Finite(c.A.RelStddev), N: c.A.N},
+		Bad:   Side{Median: stats.Finite(c.B.Median), RelStddev: stats.Finite(c.B.RelStddev), N: c.B.N},
+		Ratio: stats.Finite(c.Ratio), RatioLow: stats.Finite(c.Lo), RatioHigh: stats.Finite(c.Hi),
+		Confidence: stats.Finite(c.Confidence), P: stats.Finite(c.P),
 		Verdict: c.Verdict.String(),
 	}
-}
-
-func finite(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
-	}
-	return x
 }

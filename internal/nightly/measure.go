@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -91,7 +90,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		m, c := mc.Metric, mc.Comparison
 		r := MetricResult{
 			Scenario: sc.Name, Point: pt.String(), Metric: m.Name,
-			Verdict: c.Verdict.String(), Change: finite(c.Change()), Direction: m.Direction, Worse: finite(c.Worse()), P: finite(c.P),
+			Verdict: c.Verdict.String(), Change: stats.Finite(c.Change()), Direction: m.Direction, Worse: stats.Finite(c.Worse()), P: stats.Finite(c.P),
 			N:   min(c.A.N, c.B.N),
 			cmp: c, spec: m, sc: sc, th: q.Judge(m),
 		}
@@ -99,7 +98,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		_, err := p.Store.RecordComparison(ctx, store.Comparison{
 			Scenario: sc.Name, Point: pt.String(), Metric: m.Name,
 			BaseKey: base.Key, HeadKey: head.Key, Verdict: c.Verdict.String(),
-			Ratio: finite(c.Ratio), RatioLow: finite(c.Lo), RatioHigh: finite(c.Hi), P: finite(c.P),
+			Ratio: stats.Finite(c.Ratio), RatioLow: stats.Finite(c.Lo), RatioHigh: stats.Finite(c.Hi), P: stats.Finite(c.P),
 			NBase: c.A.N, NHead: c.B.N, Detail: detail, NightlyID: nightlyID,
 		})
 		if err != nil {
@@ -148,12 +147,4 @@ func pointName(pt bench.Point) string {
 		return s
 	}
 	return "(no matrix)"
-}
-
-// finite maps NaN and infinities to 0, for storing and JSON.
-func finite(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
-	}
-	return x
 }

@@ -196,7 +196,7 @@ func (c *Cluster) Init(ctx context.Context, o InitOptions) error {
 	args := c.InitdbArgs(data, pwfile, o.NoSync)
 	args = append(args, o.Args...)
 	if out, err := c.Run(ctx, "initdb", args...); err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, Tail(out, 20))
+		return fmt.Errorf("initdb: %w\n%s", err, proc.Tail(string(out), 20))
 	}
 	if err := c.WriteAccess(data); err != nil {
 		return err
@@ -335,7 +335,7 @@ func (c *Cluster) Start(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	out, err := c.Run(ctx, "pg_ctl", "-D", c.dataDir(), "-l", c.Log(), "-w", "-t", strconv.Itoa(int(timeout.Seconds())), "start")
 	if err != nil {
-		return fmt.Errorf("starting the server: %w\n%s\nserver log (%s):\n%s", err, Tail(out, 5), c.Log(), c.LogTail(30))
+		return fmt.Errorf("starting the server: %w\n%s\nserver log (%s):\n%s", err, proc.Tail(string(out), 5), c.Log(), c.LogTail(30))
 	}
 	return nil
 }
@@ -348,7 +348,7 @@ func (c *Cluster) Stop(ctx context.Context, timeout time.Duration) error {
 	out, err := c.Run(sctx, "pg_ctl", "-D", c.dataDir(), "-m", "fast", "-w", "-t", strconv.Itoa(int(timeout.Seconds())), "stop")
 	if err != nil {
 		c.Kill()
-		return fmt.Errorf("stopping the server: %w\n%s\nserver log (%s):\n%s", err, Tail(out, 5), c.Log(), c.LogTail(20))
+		return fmt.Errorf("stopping the server: %w\n%s\nserver log (%s):\n%s", err, proc.Tail(string(out), 5), c.Log(), c.LogTail(20))
 	}
 	return nil
 }
@@ -356,7 +356,7 @@ func (c *Cluster) Stop(ctx context.Context, timeout time.Duration) error {
 // Reload makes the server read its configuration files again.
 func (c *Cluster) Reload(ctx context.Context) error {
 	if out, err := c.Run(ctx, "pg_ctl", "-D", c.dataDir(), "reload"); err != nil {
-		return fmt.Errorf("reloading the server: %w\n%s", err, Tail(out, 5))
+		return fmt.Errorf("reloading the server: %w\n%s", err, proc.Tail(string(out), 5))
 	}
 	return nil
 }
@@ -367,17 +367,7 @@ func (c *Cluster) LogTail(n int) string {
 	if err != nil {
 		return "(no server log: " + err.Error() + ")"
 	}
-	return Tail(b, n)
-}
-
-// Tail returns the last n lines of b.
-func Tail(b []byte, n int) string {
-	s := strings.TrimRight(string(b), "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return proc.Tail(string(b), n)
 }
 
 // ChownTree gives every file under dir that is not u's to u (an existing

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -28,10 +29,7 @@ func pgBin(t *testing.T) string {
 		dir = "/usr/lib/postgresql/15/bin"
 	}
 	if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PostgreSQL in %s: run scripts/setup-debian.sh", dir)
-		}
-		t.Skipf("no PostgreSQL in %s: run scripts/setup-debian.sh", dir)
+		citest.Unavailable(t, "no PostgreSQL in %s: run scripts/setup-debian.sh", dir)
 	}
 	return dir
 }
@@ -42,10 +40,7 @@ func lookup(t *testing.T, name string) *proc.User {
 	t.Helper()
 	u, err := proc.LookupUser(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v (scripts/setup-debian.sh creates it)", err)
-		}
-		t.Skipf("%v (scripts/setup-debian.sh creates it)", err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh creates it)", err)
 	}
 	return u
 }
@@ -96,9 +91,7 @@ func startCluster(t *testing.T, c *Cluster) {
 // pgbisect's environment is in no server process's environment.
 func TestOnlyPgbisectConnects(t *testing.T) {
 	bin := pgBin(t)
-	if !proc.IsRoot() {
-		t.Skip("needs root: the servers run as other OS users")
-	}
+	citest.Root(t, "the servers run as other OS users")
 	t.Setenv("GITHUB_TOKEN", testToken)
 	probe := lookup(t, "pgbisect-probe")
 	for _, tc := range []struct {

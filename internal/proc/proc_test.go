@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/citest"
 )
 
 func TestEnvAllowlist(t *testing.T) {
@@ -43,12 +45,10 @@ func TestChildEnvironAndGroups(t *testing.T) {
 	if strings.Contains(string(out), "ghp_proctestTOKEN") {
 		t.Error("a child's /proc/self/environ holds the GitHub token")
 	}
-	if !IsRoot() {
-		return
-	}
+	citest.Root(t, "a child run as another user gets that user's groups, not root's")
 	u, err := LookupUser("postgres")
 	if err != nil {
-		t.Skip(err)
+		citest.Unavailable(t, "%v (scripts/setup-debian.sh installs postgresql, which creates it)", err)
 	}
 	// Give pgbisect (root) supplementary groups of its own, as a login
 	// shell would, so that keeping them would show.
@@ -76,4 +76,21 @@ func TestChildEnvironAndGroups(t *testing.T) {
 	}
 	rootGroups, _ := os.Getgroups()
 	t.Logf("root's groups %v; the child's %v", rootGroups, groups)
+}
+
+func TestTail(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 5, "a\nb\nc"},
+		{"", 3, ""},
+		{"x\n\n", 1, "x"},
+	} {
+		if got := Tail(tt.in, tt.n); got != tt.want {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
 }

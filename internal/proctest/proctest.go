@@ -10,11 +10,12 @@ package proctest
 import (
 	"bytes"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
 // TailLines is how many of a process's last output lines a failure shows.
@@ -86,14 +87,8 @@ func (p *Proc) Output() string { return p.out.String() }
 // Tail is the last n lines of the output.
 func (p *Proc) Tail(n int) string { return LastLines(p.Output(), n) }
 
-// LastLines is the last n lines of s, for failure messages.
-func LastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// LastLines is the last n lines of s, for failure messages (proc.Tail).
+func LastLines(s string, n int) string { return proc.Tail(s, n) }
 
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }

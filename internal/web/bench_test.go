@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -98,16 +97,7 @@ func BenchmarkSeriesPageBrowser(b *testing.B) {
 // newBrowserB starts headless Chromium for a benchmark.
 func newBrowserB(b *testing.B) context.Context {
 	b.Helper()
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		b.Skip("no chromium on PATH")
-	}
+	path := chromium(b)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1280, 900), chromedp.UserDataDir(b.TempDir()))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -25,17 +26,14 @@ import (
 // that is a broken setup and fails.
 
 // chromium returns the path of a Chromium binary.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("Chromium is required in CI for the dashboard's browser tests (scripts/setup-debian.sh installs Debian's chromium)")
-	}
-	t.Skip("no chromium on PATH (scripts/setup-debian.sh installs it)")
+	citest.Unavailable(t, "no chromium on PATH: apt-get install chromium (scripts/setup-debian.sh installs it)")
 	return ""
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgbisect/pgbisect/store"
 )
 
 // collector reads the totals from the store at each scrape, so every
@@ -23,7 +25,7 @@ func newCollector(st Counter, log *slog.Logger) *collector {
 	}
 	return &collector{st: st, log: log,
 		up:          d("store_up", "1 when the results store answered this scrape, 0 when it did not."),
-		jobs:        d("jobs", "Queue jobs by River state.", "status"),
+		jobs:        d("jobs", "Queue jobs by status (queued, running, done, failed, cancelled; River's states mapped as store.JobStatus says).", "status"),
 		queue:       d("queue_depth", "Queue jobs waiting to run."),
 		builds:      d("builds", "Builds recorded, by status.", "status"),
 		samples:     d("samples", "Samples recorded."),
@@ -52,10 +54,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	g(c.up, 1)
-	for _, st := range []string{"queued", "running", "done", "failed"} {
+	for _, st := range store.JobStatuses {
 		g(c.jobs, float64(n.Jobs[st]), st)
 	}
-	g(c.queue, float64(n.Jobs["available"]+n.Jobs["scheduled"]+n.Jobs["retryable"]+n.Jobs["pending"]))
+	g(c.queue, float64(n.Jobs["queued"]))
 	for st, v := range n.Builds {
 		g(c.builds, float64(v), st)
 	}

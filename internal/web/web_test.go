@@ -189,6 +189,11 @@ func TestAssetsAndMetrics(t *testing.T) {
 			t.Errorf("GET %s: %d %q (%d bytes)", path, code, h.Get("Content-Type"), len(body))
 		}
 	}
+	// A queued job, which no daemon of these tests takes.
+	q := newTestQueue(t, st, "metrics-test")
+	if _, err := q.enqueue(nil)(context.Background(), Request{Kind: "bisect", Scenario: "copy-single", Good: "a", Bad: "b"}); err != nil {
+		t.Fatal(err)
+	}
 	n, err := st.Counts(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +208,18 @@ func TestAssetsAndMetrics(t *testing.T) {
 			t.Errorf("/metrics has no %q", w)
 		}
 	}
-	// The counts are the store's.
+	// The counts are the store's, the jobs' by status.
+	if n.Jobs["queued"] < 1 {
+		t.Errorf("the store counts %d queued jobs after one was queued: %v", n.Jobs["queued"], n.Jobs)
+	}
+	for _, st := range store.JobStatuses {
+		if w := "\npgbisect_jobs{status=\"" + st + "\"} " + itoa(n.Jobs[st]) + "\n"; !strings.Contains(body, w) {
+			t.Errorf("/metrics has no %q", w[1:])
+		}
+	}
+	if w := "\npgbisect_queue_depth " + itoa(n.Jobs["queued"]) + "\n"; !strings.Contains(body, w) {
+		t.Errorf("/metrics has no %q", w[1:])
+	}
 	if !strings.Contains(body, "\npgbisect_samples "+itoa(n.Samples)+"\n") {
 		t.Errorf("/metrics samples differ from the store's %d", n.Samples)
 	}

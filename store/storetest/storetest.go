@@ -22,6 +22,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -68,10 +69,7 @@ func NeedServer(t testing.TB) {
 
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("PostgreSQL's server binaries are required in CI (run scripts/setup-debian.sh): %v", err)
-	}
-	t.Skipf("no PostgreSQL server (run scripts/setup-debian.sh): %v", err)
+	citest.Unavailable(t, "no PostgreSQL server (run scripts/setup-debian.sh): %v", err)
 }
 
 // Start starts the shared store without a test, for a TestMain; it returns

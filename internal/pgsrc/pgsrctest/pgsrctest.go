@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pgbisect/pgbisect/internal/citest"
 	"github.com/pgbisect/pgbisect/internal/pgsrc"
 )
 
@@ -51,11 +52,7 @@ func Require(t testing.TB) (dir, base string) {
 // scripts/setup-debian.sh.
 func Unavailable(t testing.TB, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("%v (run scripts/setup-debian.sh as root to install what the end-to-end tests need)", err)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	citest.Unavailable(t, "%v (run scripts/setup-debian.sh as root to install what the end-to-end tests need)", err)
 }
 
 // EndToEnd starts a test that builds and benchmarks PostgreSQL from the
@@ -81,11 +78,7 @@ func DebianBin(t testing.TB) string {
 	t.Helper()
 	dir := "/usr/lib/postgresql/15/bin"
 	if _, err := os.Stat(filepath.Join(dir, "pgbench")); err != nil {
-		msg := "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		citest.Unavailable(t, "Debian's postgresql-15 is not installed: run scripts/setup-debian.sh")
 	}
 	return dir
 }
