@@ -101,6 +101,7 @@ type Scenario struct {
 	File string `yaml:"-"`
 
 	vars    map[string]string // defaults with overrides applied
+	kinds   map[string]varKind // of each variable and matrix variable, from the file
 	axes    []axis            // the matrix, in file order
 	metrics []Metric
 	byVer   []versionSpec // SettingsByVersion, parsed

@@ -341,3 +341,45 @@ func TestReservedSettingsRefused(t *testing.T) {
 		t.Errorf("initdb -c{{.opt}} with opt=ssl: %v", err)
 	}
 }
+
+// TestOverridesTyped: a value set for a variable from outside the file
+// (--set, a queued request) is of the variable's kind: an integer stays an
+// integer, and text that would mean something to SQL or a shell (quotes,
+// spaces, ;, $, backquotes, slashes, line breaks, a leading -) never
+// reaches a step, which splices it unquoted.
+func TestOverridesTyped(t *testing.T) {
+	y := "matrix:\n  clients: [1, 4]\n" + strings.Replace(baseScenario, "  scale: 1\n", "  scale: 1\n  ratio: 0.5\n  on: true\n  label: abc\n", 1)
+	y = strings.Replace(y, "    sql: SELECT {{.rows}}\n", "    sql: SELECT '{{.label}}', {{.rows}}, {{.ratio}}, {{.on}}\n  - name: sh\n    shell:\n      script: echo {{.label}} {{.clients}}\n", 1)
+	for _, c := range []struct {
+		set  map[string]string
+		want string // "" loads
+	}{
+		{map[string]string{"rows": "100", "ratio": "1e3", "on": "false", "label": "UNLOGGED", "clients": "1,2,8"}, ""},
+		{map[string]string{"label": ""}, ""},
+		{map[string]string{"rows": "1; DROP TABLE t"}, `--set rows="1; DROP TABLE t": rows is an integer in the scenario`},
+		{map[string]string{"rows": "0x10"}, "rows is an integer"},
+		{map[string]string{"ratio": "NaN"}, "ratio is a number"},
+		{map[string]string{"on": "yes please"}, "on is true or false"},
+		{map[string]string{"clients": "1,4;id"}, "clients is an integer"},
+		{map[string]string{"label": "x'; DROP TABLE t; --"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "$(id)"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "`id`"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "a b"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "/etc/shadow"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "-f"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "a\nb"}, "a value set for a variable is a word"},
+	} {
+		sc, err := Load([]byte(y), "x.yaml", c.set)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.set, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want %q", c.set, err, c.want)
+		case c.want == "" && c.set["rows"] == "100":
+			e, err := sc.expand(sc.Points()[0], placeholderRuntime)
+			if err != nil || e.workload[0].SQL != "SELECT 'UNLOGGED', 100, 1e3, false" {
+				t.Errorf("expanded %q, %v", e.workload[0].SQL, err)
+			}
+		}
+	}
+}
