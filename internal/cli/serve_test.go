@@ -98,7 +98,7 @@ func TestServe(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"kind": "bisect", "scenario": "copy-single", "good": "a", "bad": "b", "metric": "tps"}`:  `field \"metric\"`,
 		`{"kind": "compare", "scenario": "copy-single", "a": "a", "b": "b", "point": "clients=9"}`: `field \"point\"`,
-		`{"kind": "compare", "scenario": "copy-singel", "a": "a", "b": "b"}`:                                                    `field \"scenario\"`,
+		`{"kind": "compare", "scenario": "copy-singel", "a": "a", "b": "b"}`:                       `field \"scenario\"`,
 	} {
 		if code, got := post(body); code != 400 || !strings.Contains(got, want) {
 			t.Errorf("%s: %d %s, want 400 with %s", body, code, got, want)
