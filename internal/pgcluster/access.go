@@ -124,15 +124,6 @@ func newPassword() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ConnString is the keyword/value connection string of database db.
-func (c *Cluster) ConnString(db string) string {
-	s := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", quoteKV(c.Socket()), c.Port, quoteKV(c.Role()), quoteKV(db))
-	if c.auth() == Password {
-		s += " passfile=" + quoteKV(c.Passfile())
-	}
-	return s
-}
-
 // URL is the connection URL of database db, for pgx and psql; it names
 // the passfile, never the password.
 func (c *Cluster) URL(db string) string {
