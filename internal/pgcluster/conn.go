@@ -81,6 +81,11 @@ func (c *Cluster) writeServiceFile() error {
 	if os.Getenv("PGSERVICE") == "" {
 		return nil
 	}
-	return c.writeFile(c.Dir, filepath.Base(c.serviceFile()),
-		"# pgbisect names this service in its own connections so that a PGSERVICE in its\n# environment changes nothing; the connection string sets everything.\n["+ServiceName+"]\n", 0o644, false)
+	if b, err := c.ReadFile(c.serviceFile()); err == nil && string(b) == serviceFileText {
+		return nil // written once: not truncated under a concurrent reader
+	}
+	return c.writeFile(c.Dir, filepath.Base(c.serviceFile()), serviceFileText, 0o644, false)
 }
+
+const serviceFileText = "# pgbisect names this service in its own connections so that a PGSERVICE in its\n" +
+	"# environment changes nothing; the connection string sets everything.\n[" + ServiceName + "]\n"
