@@ -226,6 +226,7 @@ func (s *Scenario) validate(overrides map[string]string) error {
 
 func (s *Scenario) validateVars(overrides map[string]string) error {
 	s.vars = map[string]string{}
+	s.kinds = map[string]varKind{}
 	for k, v := range s.Variables {
 		path := "$.variables." + k
 		if slices.Contains(runtimeVars, k) {
@@ -236,6 +237,7 @@ func (s *Scenario) validateVars(overrides map[string]string) error {
 			return errAt(path, "variable %q: %v", k, err)
 		}
 		s.vars[k] = str
+		s.kinds[k] = kindOf(v)
 	}
 	for _, item := range s.Matrix {
 		k, ok := item.Key.(string)
@@ -257,10 +259,16 @@ func (s *Scenario) validateVars(overrides map[string]string) error {
 				return errAt(fmt.Sprintf("%s[%d]", path, i), "matrix %q: %v", k, err)
 			}
 			ax.values = append(ax.values, str)
+			if i == 0 {
+				s.kinds[k] = kindOf(v)
+			} else {
+				s.kinds[k] = s.kinds[k].join(kindOf(v))
+			}
 		}
 		s.axes = append(s.axes, ax)
 	}
 	names := s.varNames()
+	var err error
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
 		keys = append(keys, k)
@@ -269,7 +277,13 @@ func (s *Scenario) validateVars(overrides map[string]string) error {
 	for _, k := range keys {
 		v := overrides[k]
 		if i := slices.IndexFunc(s.axes, func(a axis) bool { return a.name == k }); i >= 0 {
-			s.axes[i].values = strings.Split(v, ",")
+			values := strings.Split(v, ",")
+			for j, x := range values {
+				if values[j], err = s.kinds[k].check(k, x); err != nil {
+					return err
+				}
+			}
+			s.axes[i].values = values
 			continue
 		}
 		if _, ok := s.vars[k]; !ok {
@@ -281,7 +295,9 @@ func (s *Scenario) validateVars(overrides map[string]string) error {
 			}
 			return errors.New(msg)
 		}
-		s.vars[k] = v
+		if s.vars[k], err = s.kinds[k].check(k, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

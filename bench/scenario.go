@@ -100,8 +100,9 @@ type Scenario struct {
 	// File is the path or name the scenario was loaded from.
 	File string `yaml:"-"`
 
-	vars    map[string]string // defaults with overrides applied
-	axes    []axis            // the matrix, in file order
+	vars    map[string]string  // defaults with overrides applied
+	kinds   map[string]varKind // of each variable and matrix variable, from the file
+	axes    []axis             // the matrix, in file order
 	metrics []Metric
 	byVer   []versionSpec // SettingsByVersion, parsed
 	ast     *ast.File

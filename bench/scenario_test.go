@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -128,9 +129,9 @@ func TestMalformedScenarios(t *testing.T) {
 		{"runtime variable", "matrix:\n  workdir: [a]\n" + baseScenario, nil,
 			`x.yaml:2: matrix variable "workdir" is set by the runner: choose another name`},
 		{"listen_addresses", "settings:\n  work_mem: 4MB\n  listen_addresses: '*'\n" + baseScenario, nil,
-			`x.yaml:3: setting listen_addresses is pgbisect's own (where the server listens and who may connect): remove it from the scenario`},
+			`x.yaml:3: setting listen_addresses is pgbisect's own (where the server listens): remove it from the scenario`},
 		{"socket permissions by version", "settings_by_version:\n  '>=10':\n    unix_socket_permissions: '0777'\n" + baseScenario, nil,
-			`x.yaml:3: setting unix_socket_permissions is pgbisect's own (where the server listens and who may connect): remove it from the scenario`},
+			`x.yaml:3: setting unix_socket_permissions is pgbisect's own (where the server listens): remove it from the scenario`},
 		{"initdb trust", "initdb: [--data-checksums, -A, trust]\n" + baseScenario, nil,
 			`x.yaml:1: initdb option "-A" sets who may connect, which is pgbisect's own: remove it`},
 		{"unknown override", baseScenario, map[string]string{"sclae": "3"},
@@ -283,5 +284,102 @@ metrics:
 		"log_directory": "{{.workdir}}/log", "fsync": "off"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("settings at clients=8: %v, want %v", got, want)
+	}
+}
+
+// TestReservedSettingsRefused: a scenario setting one of each kind of
+// setting the cluster owns (where the server reads its configuration,
+// where it listens, who may connect, what code it loads, what commands it
+// runs) is refused at load time with the file, the line and the key, in
+// settings, settings_by_version and initdb's -c; whatever the build knows.
+func TestReservedSettingsRefused(t *testing.T) {
+	for _, c := range []struct{ key, why string }{
+		{"include_if_exists", "where the server reads its configuration"},
+		{"include", "where the server reads its configuration"},
+		{"include_dir", "where the server reads its configuration"},
+		{"config_file", "where the server reads its configuration"},
+		{"data_directory", "where the server reads its configuration"},
+		{"external_pid_file", "where the server reads its configuration"},
+		{"hba_file", "where the server reads its configuration"},
+		{"ident_file", "where the server reads its configuration"},
+		{"port", "where the server listens"},
+		{"unix_socket_group", "where the server listens"},
+		{"ssl_cert_file", "who may connect and how"},
+		{"ssl_passphrase_command", "who may connect and how"},
+		{"password_encryption", "who may connect and how"},
+		{"shared_preload_libraries", "what code the server loads"},
+		{"local_preload_libraries", "what code the server loads"},
+		{"session_preload_libraries", "what code the server loads"},
+		{"dynamic_library_path", "what code the server loads"},
+		{"jit_provider", "what code the server loads"},
+		{"archive_library", "what code the server loads"},
+		{"archive_command", "what commands the server runs and where it connects"},
+		{"restore_command", "what commands the server runs and where it connects"},
+	} {
+		want := fmt.Sprintf("setting %s is pgbisect's own (%s): remove it from the scenario", c.key, c.why)
+		for _, y := range []struct{ name, yaml, where string }{
+			{"settings", "settings:\n  work_mem: 4MB\n  " + c.key + ": /tmp/x\n", "x.yaml:3: "},
+			{"by version", "settings_by_version:\n  '>=10':\n    " + c.key + ": /tmp/x\n", "x.yaml:3: "},
+			{"initdb -c", "initdb: [-c, " + c.key + "=/tmp/x]\n", `x.yaml:1: initdb option "-c": `},
+		} {
+			_, err := Load([]byte(y.yaml+baseScenario), "x.yaml", nil)
+			if err == nil || err.Error() != y.where+want {
+				t.Errorf("%s %s: %v\nwant %s%s", c.key, y.name, err, y.where, want)
+			}
+		}
+	}
+	_, err := Load([]byte("settings:\n  work_mem: \"4MB'\\ninclude_if_exists = '/tmp/x\"\n"+baseScenario), "x.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:2: setting work_mem: its value holds a line break") {
+		t.Errorf("a value with a line break: %v", err)
+	}
+	// A variable cannot make one either once expanded.
+	sc, err := Load([]byte("initdb: [\"-c{{.opt}}=on\"]\n"+strings.Replace(baseScenario, "  scale: 1\n", "  scale: 1\n  opt: x\n", 1)), "x.yaml", map[string]string{"opt": "ssl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.expand(sc.Points()[0], placeholderRuntime); err == nil || !strings.Contains(err.Error(), "setting ssl is pgbisect's own") {
+		t.Errorf("initdb -c{{.opt}} with opt=ssl: %v", err)
+	}
+}
+
+// TestOverridesTyped: a value set for a variable from outside the file
+// (--set, a queued request) is of the variable's kind: an integer stays an
+// integer, and text that would mean something to SQL or a shell (quotes,
+// spaces, ;, $, backquotes, slashes, line breaks, a leading -) never
+// reaches a step, which splices it unquoted.
+func TestOverridesTyped(t *testing.T) {
+	y := "matrix:\n  clients: [1, 4]\n" + strings.Replace(baseScenario, "  scale: 1\n", "  scale: 1\n  ratio: 0.5\n  on: true\n  label: abc\n", 1)
+	y = strings.Replace(y, "    sql: SELECT {{.rows}}\n", "    sql: SELECT '{{.label}}', {{.rows}}, {{.ratio}}, {{.on}}\n  - name: sh\n    shell:\n      script: echo {{.label}} {{.clients}}\n", 1)
+	for _, c := range []struct {
+		set  map[string]string
+		want string // "" loads
+	}{
+		{map[string]string{"rows": "100", "ratio": "1e3", "on": "false", "label": "UNLOGGED", "clients": "1,2,8"}, ""},
+		{map[string]string{"label": ""}, ""},
+		{map[string]string{"rows": "1; DROP TABLE t"}, `--set rows="1; DROP TABLE t": rows is an integer in the scenario`},
+		{map[string]string{"rows": "0x10"}, "rows is an integer"},
+		{map[string]string{"ratio": "NaN"}, "ratio is a number"},
+		{map[string]string{"on": "yes please"}, "on is true or false"},
+		{map[string]string{"clients": "1,4;id"}, "clients is an integer"},
+		{map[string]string{"label": "x'; DROP TABLE t; --"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "$(id)"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "`id`"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "a b"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "/etc/shadow"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "-f"}, "a value set for a variable is a word"},
+		{map[string]string{"label": "a\nb"}, "a value set for a variable is a word"},
+	} {
+		sc, err := Load([]byte(y), "x.yaml", c.set)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.set, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want %q", c.set, err, c.want)
+		case c.want == "" && c.set["rows"] == "100":
+			e, err := sc.expand(sc.Points()[0], placeholderRuntime)
+			if err != nil || e.workload[0].SQL != "SELECT 'UNLOGGED', 100, 1e3, false" {
+				t.Errorf("expanded %q, %v", e.workload[0].SQL, err)
+			}
+		}
 	}
 }

@@ -49,7 +49,7 @@ type stepEnv struct {
 
 // connect opens a session to the cluster's private socket.
 func (c *cluster) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(c.pg.ConnString("postgres"))
+	cfg, err := c.pg.ConnConfig("postgres")
 	if err != nil {
 		return nil, err
 	}

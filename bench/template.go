@@ -76,27 +76,31 @@ func (s *Scenario) validateTemplates() error {
 		}
 	}
 	s.templates(func(path string, text *string) { check(path, *text) })
-	for i, opt := range s.Initdb {
-		if reservedInitdb(opt) {
-			return errAt(fmt.Sprintf("$.initdb[%d]", i), "initdb option %q sets who may connect, which is pgbisect's own: remove it", opt)
-		}
+	if i, msg := checkInitdb(s.Initdb); msg != "" {
+		return errAt(fmt.Sprintf("$.initdb[%d]", i), "%s", msg)
 	}
 	for k, v := range s.Settings {
-		if pgcluster.Reserved(k) {
-			return errAt("$.settings."+k, "setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", k)
+		if err := pgcluster.CheckSettings(map[string]string{k: ""}); err != nil {
+			return errAt("$.settings."+k, "%v", err)
 		}
 		str, err := scalarString(v)
 		if err != nil {
 			return errAt("$.settings."+k, "setting %q: %v", k, err)
 		}
+		if err := checkSettingValue(k, str); err != nil {
+			return errAt("$.settings."+k, "%v", err)
+		}
 		check("$.settings."+k, str)
 	}
 	for _, sec := range s.byVer {
 		for k, v := range sec.values {
-			if pgcluster.Reserved(k) {
-				return errAt(sec.path+"."+k, "setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", k)
+			if err := pgcluster.CheckSettings(map[string]string{k: ""}); err != nil {
+				return errAt(sec.path+"."+k, "%v", err)
 			}
 			if v != nil {
+				if err := checkSettingValue(k, *v); err != nil {
+					return errAt(sec.path+"."+k, "%v", err)
+				}
 				check(sec.path+"."+k, *v)
 			}
 		}
@@ -104,17 +108,48 @@ func (s *Scenario) validateTemplates() error {
 	return first
 }
 
-// reservedInitdb reports whether an initdb option would change the
-// cluster's authentication, superuser or data directory, which pgcluster
-// sets (a later -A trust would undo them).
-func reservedInitdb(opt string) bool {
-	name, _, _ := strings.Cut(strings.TrimSpace(opt), "=")
-	for _, p := range []string{"-A", "--auth", "-U", "--username", "--pwfile", "-W", "--pwprompt", "-D", "--pgdata"} {
-		if name == p || (len(p) == 2 && strings.HasPrefix(name, p)) || strings.HasPrefix(name, "--auth") {
-			return true
+// checkInitdb finds the first initdb option that would change the
+// cluster's authentication, superuser, data directory or input files,
+// which pgcluster sets (a later -A trust would undo them), or set a
+// reserved server setting (-c/--set NAME=VALUE, initdb 16 on). It returns
+// the option's index and why, or "" when every option may be given.
+func checkInitdb(opts []string) (int, string) {
+	for i, opt := range opts {
+		name, val, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		for _, p := range []string{"-A", "--auth", "-U", "--username", "--pwfile", "-W", "--pwprompt", "-D", "--pgdata", "-L"} {
+			if name == p || (len(p) == 2 && strings.HasPrefix(name, p)) || strings.HasPrefix(name, "--auth") {
+				return i, fmt.Sprintf("initdb option %q sets who may connect, which is pgbisect's own: remove it", opt)
+			}
+		}
+		var setting string
+		switch {
+		case name == "-c" || name == "--set":
+			if val != "" { // --set=NAME=VALUE
+				setting = val
+			} else if i+1 < len(opts) {
+				setting = opts[i+1]
+			}
+		case strings.HasPrefix(name, "-c"):
+			setting = strings.TrimPrefix(strings.TrimSpace(opt), "-c")
+		default:
+			continue
+		}
+		key, _, _ := strings.Cut(setting, "=")
+		if err := pgcluster.CheckSettings(map[string]string{key: ""}); err != nil {
+			return i, fmt.Sprintf("initdb option %q: %v", opt, err)
 		}
 	}
-	return false
+	return 0, ""
+}
+
+// checkSettingValue refuses a setting value that would end its line in
+// postgresql.conf and start another (a newline or another control
+// character): every line pgbisect writes holds one setting.
+func checkSettingValue(name, v string) error {
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("setting %s: its value holds a line break or another control character: give one line", name)
+	}
+	return nil
 }
 
 var placeholderRuntime = map[string]string{
@@ -259,6 +294,27 @@ func (s *Scenario) expand(pt Point, runtime map[string]string) (*expanded, error
 	}
 	if first != nil {
 		return nil, first
+	}
+	// Checked again with the variables in: no value set for a variable
+	// (--set, a request) makes a reserved initdb option or a setting that
+	// spans lines.
+	if i, msg := checkInitdb(c.Initdb); msg != "" {
+		return nil, fmt.Errorf("%s: %s", s.where(fmt.Sprintf("$.initdb[%d]", i)), msg)
+	}
+	for k, v := range settings {
+		if err := checkSettingValue(k, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.where("$.settings."+k), err)
+		}
+	}
+	for _, vs := range byVersion {
+		for k, v := range vs.settings {
+			if v == nil {
+				continue
+			}
+			if err := checkSettingValue(k, *v); err != nil {
+				return nil, fmt.Errorf("%s: %w", vs.where, err)
+			}
+		}
 	}
 	return &expanded{initdb: c.Initdb, settings: settings, byVersion: byVersion, setup: c.Setup, between: c.Between, workload: c.Workload}, nil
 }

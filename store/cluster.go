@@ -123,6 +123,9 @@ type ClusterStatus struct {
 	Stale bool
 	// Version is the PostgreSQL major version of the data directory.
 	Version string
+	// Err is why a server of ours (PID) does not accept connections:
+	// still starting or stopping, or refusing pgbisect.
+	Err error
 }
 
 // Status inspects the cluster without changing it.
@@ -146,7 +149,9 @@ func (c *Cluster) Status(ctx context.Context) (ClusterStatus, error) {
 		return st, nil
 	}
 	st.PID = pid
-	st.Running = c.ping(ctx) == nil
+	if st.Err = c.ping(ctx); st.Err == nil {
+		st.Running = true
+	}
 	return st, nil
 }
 
@@ -180,11 +185,22 @@ func (c *Cluster) owner() *proc.User {
 	return u
 }
 
+// connect opens a connection to database db of the cluster, configured
+// from the cluster alone: libpq's variables in pgbisect's environment
+// (PGPASSWORD, PGHOST, PGSERVICE...) change nothing (pgcluster.ConnConfig).
+func (c *Cluster) connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	cfg, err := c.pg().ConnConfig(db)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
 // ping connects to the maintenance database once.
 func (c *Cluster) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
+	conn, err := c.connect(ctx, "postgres")
 	if err != nil {
 		return err
 	}
@@ -211,7 +227,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 	}
 	if st.Running {
-		return c.passwordAuth(ctx)
+		if err := c.passwordAuth(ctx); err != nil {
+			return err
+		}
+		// A start interrupted after the server came up, before the
+		// database was made, is finished now.
+		return c.createDatabase(ctx)
 	}
 	if !st.Initialized {
 		if err := c.initdb(ctx); err != nil {
@@ -276,7 +297,7 @@ func (c *Cluster) passwordAuth(ctx context.Context) error {
 		return nil
 	}
 	c.Log.Warn("the results cluster trusts local connections (made by an older pgbisect): giving it a password", slog.String("dir", c.Dir))
-	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
+	conn, err := c.connect(ctx, "postgres")
 	if err != nil {
 		return fmt.Errorf("connecting to the results cluster to set its password: %w", err)
 	}
@@ -450,7 +471,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 
 // createDatabase makes the pgbisect database once the server is up.
 func (c *Cluster) createDatabase(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.pg().URL("postgres"))
+	conn, err := c.connect(ctx, "postgres")
 	if err != nil {
 		return fmt.Errorf("connecting to the results cluster: %w%s", err, c.logTail())
 	}

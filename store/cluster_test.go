@@ -359,3 +359,67 @@ func TestOlderClusterMovedAndIsolated(t *testing.T) {
 		t.Errorf("the results server's environment (%d bytes) holds the GitHub token", len(env))
 	}
 }
+
+// hostileLibpqEnv sets every libpq variable pgx reads to a value that
+// would break or redirect a connection that took it.
+func hostileLibpqEnv(t *testing.T) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"PGPASSWORD": "not-the-password", "PGHOST": "/nonexistent", "PGPORT": "1", "PGUSER": "nobody",
+		"PGDATABASE": "nodb", "PGSERVICE": "evil", "PGSERVICEFILE": "/nonexistent/pg_service.conf",
+		"PGSSLMODE": "bogus", "PGPASSFILE": "/nonexistent/passfile", "PGOPTIONS": "-c default_transaction_read_only=on",
+		"PGAPPNAME": "hostile", "PGCONNECT_TIMEOUT": "abc", "PGTARGETSESSIONATTRS": "standby", "PGTZ": "Mars/Olympus",
+		"PGSSLROOTCERT": "/nonexistent/root.crt", "PGSSLCERT": "/nonexistent/c.crt", "PGSSLKEY": "/nonexistent/c.key",
+		"PGSSLCERTMODE": "bogus", "PGSSLNEGOTIATION": "bogus", "PGREQUIREAUTH": "password", "PGCHANNELBINDING": "require",
+		"PGMINPROTOCOLVERSION": "9.9", "PGMAXPROTOCOLVERSION": "9.9",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestPrivateClusterIgnoresLibpqEnv: with every libpq variable pgx reads
+// set to a hostile value in pgbisect's environment, a new private store is
+// created, started, migrated and used, its status read, and a start
+// interrupted after the server came up but before the database was made
+// (the PGPASSWORD case left exactly that) is finished by the next.
+func TestPrivateClusterIgnoresLibpqEnv(t *testing.T) {
+	needServer(t)
+	hostileLibpqEnv(t)
+	ctx := context.Background()
+	dir := stateDir(t)
+	s := openPrivate(t, dir)
+	c := s.Cluster()
+	var user, db, app, readOnly string
+	if err := s.pool.QueryRow(ctx, "SELECT current_user, current_database(), current_setting('application_name'), current_setting('default_transaction_read_only')").
+		Scan(&user, &db, &app, &readOnly); err != nil {
+		t.Fatal(err)
+	}
+	if user != clusterRole || db != clusterDB || app != "pgbisect" || readOnly != "off" {
+		t.Errorf("connected as %s to %s, application_name %q, read only %s: the environment reached the connection", user, db, app, readOnly)
+	}
+	if err := s.RecordBuild(ctx, Build{Key: "k1", Commit: "c1", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, c); !st.Running || st.Err != nil {
+		t.Errorf("status: %+v", st)
+	}
+	if sum, err := c.Summarize(ctx); err != nil || sum.Version != SchemaVersion() || sum.Rows["builds"] != 1 {
+		t.Errorf("summary: %+v, %v", sum, err)
+	}
+	s.Close()
+
+	// The database gone with the server still up: Start makes it again.
+	conn, err := c.connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "DROP DATABASE "+clusterDB); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	s = openPrivate(t, dir)
+	defer s.Close()
+	if err := s.RecordBuild(ctx, Build{Key: "k2", Commit: "c2", Status: "ok"}); err != nil {
+		t.Fatalf("after a start interrupted before the database was made: %v", err)
+	}
+}

@@ -82,8 +82,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{log: log, stop: cfg.StopOnClose}
-	url := cfg.URL
-	if url == "" {
+	var pcfg *pgxpool.Config
+	if cfg.URL == "" {
 		c, err := NewCluster(cfg.StateDir, cfg.RunAs, log)
 		if err != nil {
 			return nil, err
@@ -92,11 +92,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, err
 		}
 		s.cluster = c
-		url = c.URL()
-	}
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("results database URL: %s (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", redactpkg.String(err.Error()))
+		// Configured from the cluster alone: libpq's variables in the
+		// environment change nothing (a URL given keeps their meaning).
+		if pcfg, err = c.pg().PoolConfig(clusterDB); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if pcfg, err = pgxpool.ParseConfig(cfg.URL); err != nil {
+			return nil, fmt.Errorf("results database URL: %s (expected postgres://user@host/dbname or postgresql:///dbname?host=/socket/dir)", redactpkg.String(err.Error()))
+		}
 	}
 	if c := s.cluster; c != nil {
 		// The private cluster may be stopped ("pgbisect db stop") or crash

@@ -29,9 +29,27 @@ func SummaryTables() []string { return append([]string(nil), summaryTables...) }
 // Summarize connects to url without migrating it and reports its schema
 // version and contents.
 func Summarize(ctx context.Context, url string) (Summary, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return Summary{}, fmt.Errorf("connecting to the results database: %w", err)
+	}
+	return summarize(ctx, cfg)
+}
+
+// Summarize reports the private cluster's schema version and contents,
+// as the package-level Summarize does for a URL.
+func (c *Cluster) Summarize(ctx context.Context) (Summary, error) {
+	cfg, err := c.pg().ConnConfig(clusterDB)
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(ctx, cfg)
+}
+
+func summarize(ctx context.Context, cfg *pgx.ConnConfig) (Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return Summary{}, fmt.Errorf("connecting to the results database: %w", err)
 	}

@@ -72,6 +72,9 @@ type Options struct {
 	GitHub notify.GitHubOptions
 	// Nightly lists the nightly suite's scenario files (absolute).
 	Nightly []string
+	// Scenarios are the scenarios a request may name instead of giving a
+	// file (every queued request does).
+	Scenarios Scenarios
 	// Log gets structured logs. Default: discarded.
 	Log *slog.Logger
 }

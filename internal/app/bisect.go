@@ -93,6 +93,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 			repoSource = abs
 		}
 	}
+	if req.Scenario, err = a.scenarioFile(req.Scenario); err != nil {
+		return nil, err
+	}
 	if abs, err := filepath.Abs(req.Scenario); err == nil {
 		req.Scenario = abs
 	}

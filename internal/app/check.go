@@ -1,54 +1,98 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/pgbisect/pgbisect/bench"
 )
 
-// Check checks a bisection or comparison as it is queued, with what can be
-// known without the repository: the request's own fields, its scenario
-// file (it loads with its variables), the metric and the point. A request
-// that passes may still fail on its revisions when it runs. Errors wrap
-// ErrBadRequest: each is the asker's to fix. Those about the scenario, the
-// metric or the point are a *CheckError naming it.
-func Check(r Request) error {
-	var scenario string
+// Check checks a bisection or comparison that someone else queues for a
+// daemon (the web form, POST /api/requests, a GitHub comment, 'pgbisect
+// request'), with what can be known without the repository, and returns
+// it as it is to be queued. Its scenario must be a name from sc (a path is
+// refused before any file is opened, so no error can quote a file the
+// request may not name); it may name no file or directory of the daemon's
+// machine (a bin directory, patch files, a flame graph's path; patches
+// travel in the request); its variables' values are of their kinds
+// (bench); and the scenario, the metric and the point must load. A
+// request that passes may still fail on its revisions when it runs.
+// Errors wrap ErrBadRequest: each is the asker's to fix. Those about the
+// scenario, the metric or the point are a *CheckError naming it.
+func Check(r Request, sc Scenarios) (Request, error) {
+	var name string
 	var set map[string]string
-	switch r := r.(type) {
+	var revs []string
+	switch x := r.(type) {
 	case BisectRequest:
-		if err := r.Validate(); err != nil {
-			return err
+		if err := x.Validate(); err != nil {
+			return nil, err
 		}
-		if r.Resume != "" {
-			return nil // its inputs are in the results store
+		if x.Resume != "" {
+			return x, nil // its inputs are in the results store
 		}
-		scenario, set = r.Scenario, r.Set
+		if x.ClientBin != "" {
+			return nil, errClientBin
+		}
+		name, set, revs = x.Scenario, x.Set, []string{x.Good, x.Bad}
 	case CompareRequest:
-		if err := r.Validate(); err != nil {
-			return err
+		if err := x.Validate(); err != nil {
+			return nil, err
 		}
-		scenario, set = r.Scenario, r.Set
+		switch {
+		case x.ClientBin != "":
+			return nil, errClientBin
+		case len(x.Patches) > 0:
+			return nil, badRequest("patch files are paths on the daemon's machine: a queued request carries its patches in it (patch_data)")
+		case x.FlameGraph != "":
+			return nil, badRequest("--flamegraph names a file on the daemon's machine, which a queued request may not")
+		}
+		if err := x.checkPatches(); err != nil {
+			return nil, err
+		}
+		name, set, revs = x.Scenario, x.Set, []string{x.A, x.B}
 	default:
-		return badRequest("a %s request is not checked before it is queued", r.Kind())
+		return nil, badRequest("a %s request is not checked before it is queued", r.Kind())
 	}
-	sc, err := bench.LoadFileWith(scenario, set)
+	name, err := sc.Name(name)
 	if err != nil {
-		return &CheckError{"scenario", err}
+		return nil, err
 	}
-	switch r := r.(type) {
+	for _, rev := range revs {
+		// A revision, not an installation's bin directory (which a
+		// comparison measures as it is) or anything else on the disk.
+		if strings.HasPrefix(rev, "/") || strings.HasPrefix(rev, ".") || strings.HasPrefix(rev, "-") {
+			return nil, badRequest("%q is not a revision: a queued request names revisions (a hash, a tag, a branch), not directories", rev)
+		}
+	}
+	path, err := sc.Path(name)
+	if err != nil {
+		return nil, err
+	}
+	scen, err := bench.LoadFileWith(path, set)
+	if err != nil {
+		return nil, &CheckError{"scenario", err}
+	}
+	switch x := r.(type) {
 	case BisectRequest:
-		if _, err := bisectMetric(sc, r.Metric); err != nil {
-			return &CheckError{"metric", err}
+		if _, err := bisectMetric(scen, x.Metric); err != nil {
+			return nil, &CheckError{"metric", err}
 		}
-		if _, err := bisectPoint(sc, r.Point); err != nil {
-			return &CheckError{"point", err}
+		if _, err := bisectPoint(scen, x.Point); err != nil {
+			return nil, &CheckError{"point", err}
 		}
+		x.Scenario = name
+		return x, nil
 	case CompareRequest:
-		if _, err := pointsOf(sc, r.Point); err != nil {
-			return &CheckError{"point", err}
+		if _, err := pointsOf(scen, x.Point); err != nil {
+			return nil, &CheckError{"point", err}
 		}
+		x.Scenario = name
+		return x, nil
 	}
-	return nil
+	return r, nil
 }
+
+var errClientBin = badRequest("--client-bin names a directory on the daemon's machine, which a queued request may not: the daemon's config sets bench.client_bin")
 
 // CheckError is a request's scenario, metric or point found wrong by
 // Check.
@@ -71,9 +115,9 @@ func (r CompareRequest) Validate() error {
 		return badRequest("give -s SCENARIO")
 	case r.A == "":
 		return badRequest("give the baseline revision A")
-	case r.B == "" && len(r.Patches) == 0:
+	case r.B == "" && len(r.Patches) == 0 && len(r.PatchData) == 0:
 		return badRequest("give the candidate revision B (or patches to apply on A)")
-	case r.B != "" && len(r.Patches) > 0:
+	case r.B != "" && len(r.Patches)+len(r.PatchData) > 0:
 		return badRequest("give B or patches, not both: with patches, B is A with them applied")
 	case r.Alpha < 0 || r.Alpha >= 0.5:
 		return badRequest("--alpha %g is out of range: use a small probability such as 0.01", r.Alpha)

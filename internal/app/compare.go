@@ -81,7 +81,11 @@ func (a *App) compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	if err := req.checkPatches(); err != nil {
 		return nil, err
 	}
-	sc, err := bench.LoadFileWith(req.Scenario, req.Set)
+	file, err := a.scenarioFile(req.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := bench.LoadFileWith(file, req.Set)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,11 @@ func (a *App) Run(ctx context.Context, req RunRequest, sink Sink) (*RunResult, e
 	if (req.Rev == "") == (req.BinDir == "") {
 		return nil, badRequest("give one REV to build, or --bindir DIR to measure an existing installation")
 	}
-	sc, err := bench.LoadFileWith(req.Scenario, req.Set)
+	file, err := a.scenarioFile(req.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := bench.LoadFileWith(file, req.Set)
 	if err != nil {
 		return nil, err
 	}

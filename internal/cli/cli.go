@@ -281,8 +281,21 @@ func appOptions(cfg *config.Config, log *slog.Logger) app.Options {
 		StateDir: cfg.StateDir, Machine: machine, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs, DBRunAs: cfg.DBRunAs,
 		Build: cfg.Build.Options(), BuildTimeout: cfg.Build.Timeout,
 		ClientBin: cfg.Bench.ClientBin, KeepClusters: cfg.Bench.KeepClusters,
-		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Log: log,
+		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Scenarios: scenarioCatalog(cfg), Log: log,
 	}
+}
+
+// scenarioCatalog is the scenario directory requests name scenarios from:
+// scenarios/ beside the config file, or configs/scenarios without one.
+func scenarioCatalog(cfg *config.Config) app.Scenarios {
+	dir := "configs/scenarios"
+	if cfg.File != "" {
+		dir = filepath.Dir(cfg.ScenarioPath("scenarios/x.yaml"))
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return app.Scenarios{Dirs: []string{dir}}
 }
 
 // progress prints an operation's events to w, as a person watching wants

@@ -56,6 +56,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := filepath.Join(work, "pgbisect.yaml")
+	linkScenarios(t, work)
 	if err := os.WriteFile(config, []byte("repo: "+h.Dir+"\nnightly:\n  scenarios: ["+scenario+"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 	a, b := daemon("kill9-a"), daemon("kill9-b")
 	out.Reset()
 	if code := Main(ctx, []string{"request", "bisect", "--config", config, "--state", states["kill9-a"], "--class", class,
-		"-s", scenario, "--good", good, "--bad", bad, "--metric", "copy_time", "--set", "rows=200000", "--set", "persistence=UNLOGGED",
+		"-s", "copy-single", "--good", good, "--bad", bad, "--metric", "copy_time", "--set", "rows=200000", "--set", "persistence=UNLOGGED",
 		"--min-effect", "0.15", "--max-samples", "10", "--no-revert-check", "--profile-runs", "0"}, &out, &out); code != 0 {
 		t.Fatalf("request: %s", out.String())
 	}

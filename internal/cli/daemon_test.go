@@ -53,7 +53,7 @@ func TestDaemonRunsQueuedRequest(t *testing.T) {
 
 	var out bytes.Buffer
 	if code := Main(context.Background(), []string{"request", "bisect", "--config", cfgFile, "--state", state,
-		"-s", filepath.Join(scenarios, "copy-single.yaml"), "--good", "A", "--bad", "B"}, &out, &out); code != 0 {
+		"-s", "copy-single", "--good", "A", "--bad", "B"}, &out, &out); code != 0 {
 		t.Fatalf("request: %s", out.String())
 	}
 

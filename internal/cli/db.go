@@ -142,7 +142,9 @@ func dbStatus(ctx context.Context, env *Env, cluster *store.Cluster, url string,
 		case st.Stale:
 			fmt.Fprintf(w, "state:   stopped; a stale postmaster.pid from a crash is left (the next start removes it), PostgreSQL %s\n", st.Version)
 		case st.PID != 0:
-			fmt.Fprintf(w, "state:   starting or stopping (pid %d), PostgreSQL %s\n", st.PID, st.Version)
+			fmt.Fprintf(w, "state:   not accepting connections (pid %d), PostgreSQL %s: %v\n", st.PID, st.Version, st.Err)
+			return fmt.Errorf("the results cluster's server (pid %d) does not accept pgbisect's connections: %v (starting or stopping: try again; otherwise see %s)",
+				st.PID, st.Err, cluster.LogFile())
 		default:
 			fmt.Fprintf(w, "state:   stopped, PostgreSQL %s\n", st.Version)
 		}
@@ -155,7 +157,13 @@ func dbStatus(ctx context.Context, env *Env, cluster *store.Cluster, url string,
 		fmt.Fprintf(w, "schema:  this pgbisect has version %d\n", store.SchemaVersion())
 		return nil
 	}
-	sum, err := store.Summarize(ctx, url)
+	var sum store.Summary
+	var err error
+	if private {
+		sum, err = cluster.Summarize(ctx)
+	} else {
+		sum, err = store.Summarize(ctx, url)
+	}
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/pgbisect/pgbisect/internal/proctest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
@@ -93,5 +96,65 @@ func TestDBPsqlEnvironment(t *testing.T) {
 		if strings.Contains(env, secret) {
 			t.Errorf("psql's environment holds %s:\n%s", secret, out)
 		}
+	}
+}
+
+// TestDBStatusIgnoresLibpqEnv: with libpq's variables set to hostile values
+// in the caller's environment, db start creates the store and db status
+// reads it (they mean nothing to pgbisect's own store); when the server
+// refuses pgbisect, db status exits non-zero and says why.
+func TestDBStatusIgnoresLibpqEnv(t *testing.T) {
+	storetest.NeedServer(t)
+	t.Setenv("PGBISECT_DB", "")
+	t.Setenv("PGBISECT_STATE", "")
+	for k, v := range map[string]string{"PGPASSWORD": "not-the-password", "PGHOST": "/nonexistent", "PGPORT": "1",
+		"PGUSER": "nobody", "PGDATABASE": "nodb", "PGSERVICE": "evil", "PGSSLMODE": "bogus", "PGPASSFILE": "/nonexistent",
+		"PGOPTIONS": "-c default_transaction_read_only=on"} {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(wantCode int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args = append(append([]string{"db"}, args...), "--state", dir)
+		if code := Main(context.Background(), args, &out, &errb); code != wantCode {
+			t.Fatalf("pgbisect %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, wantCode, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	t.Cleanup(func() { run(0, "stop") })
+	run(0, "start")
+	if out := run(0, "status"); !strings.Contains(out, "running (pid") || !strings.Contains(out, "rows:    builds 0") {
+		t.Fatalf("status:\n%s", out)
+	}
+	// The server refuses every connection: status says so and fails.
+	c, err := store.NewCluster(dir, "postgres", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(context.Background())
+	if err != nil || st.PID == 0 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	if err := os.WriteFile(filepath.Join(c.DataDir(), "pg_hba.conf"), []byte("local all all reject\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.PID, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	proctest.WaitUntil(t, time.Minute, "db status fails once the server has reloaded", func() bool {
+		var o, e bytes.Buffer
+		code := Main(context.Background(), []string{"db", "status", "--state", dir}, &o, &e)
+		out = o.String() + e.String()
+		return code != 0
+	})
+	if !strings.Contains(out, "does not accept pgbisect's connections") || !strings.Contains(out, "pg_hba.conf rejects connection") {
+		t.Fatalf("status of a server that refuses pgbisect:\n%s", out)
 	}
 }

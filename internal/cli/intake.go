@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -123,7 +121,7 @@ func intakeAnswer(ctx context.Context, queue *jobs.Queue, req intake.Request) (s
 // line: "bisect SCENARIO --good A --bad B [bisect flags]", "compare
 // SCENARIO A B [--point P] [--min-effect X] [--max-samples N]", "compare
 // SCENARIO BASE --patch URL|--pr N [...]", "status", "cancel ID". A scenario is a name from the config's scenario directory
-// (copy-single) or a path.
+// (copy-single), never a path.
 func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Context, args []string) (intake.Request, error) {
 	return func(ctx context.Context, args []string) (intake.Request, error) {
 		if len(args) == 0 {
@@ -151,10 +149,15 @@ func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Co
 				}
 				rest = append([]string{"-s", sc}, rest[1:]...)
 			}
-			req, _, err := requestParse(&Env{Args: rest, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)})
+			parsed, _, err := requestParse(&Env{Args: rest, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				return intake.Request{}, fmt.Errorf("bisect: %s", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 			}
+			checked, err := app.Check(parsed, scenarioCatalog(cfg))
+			if err != nil {
+				return intake.Request{}, fmt.Errorf("bisect: %v", err)
+			}
+			req := checked.(app.BisectRequest)
 			return intakeRequest(req, "bisect "+strings.Join(req.Args(), " "))
 		case "compare":
 			fs := flag.NewFlagSet("compare", flag.ContinueOnError)
@@ -187,18 +190,23 @@ func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Co
 				return intake.Request{}, err
 			}
 			req := app.CompareRequest{Scenario: sc, A: pos[1], Point: *point, MinEffect: *minEffect, MaxSamples: *maxSamples}
-			summary := fmt.Sprintf("compare %s %s", filepath.Base(sc), pos[1])
+			summary := fmt.Sprintf("compare %s %s", sc, pos[1])
 			if !patched {
 				req.B = pos[2]
-				return intakeRequest(req, summary+" "+pos[2])
+				summary += " " + pos[2]
+			} else {
+				if req.PatchData, err = patches.fetch(ctx, urls, prs); err != nil {
+					return intake.Request{}, err
+				}
+				for _, p := range req.PatchData {
+					summary += fmt.Sprintf(" + %s (%d bytes)", p.Name, len(p.Data))
+				}
 			}
-			if req.PatchData, err = patches.fetch(ctx, urls, prs); err != nil {
-				return intake.Request{}, err
+			checked, err := app.Check(req, scenarioCatalog(cfg))
+			if err != nil {
+				return intake.Request{}, fmt.Errorf("compare: %v", err)
 			}
-			for _, p := range req.PatchData {
-				summary += fmt.Sprintf(" + %s (%d bytes)", p.Name, len(p.Data))
-			}
-			return intakeRequest(req, summary)
+			return intakeRequest(checked, summary)
 		}
 		hint := ""
 		if c := strictyaml.Closest(cmd, intakeCommands); c != "" {
@@ -216,32 +224,10 @@ func intakeRequest(r app.Request, summary string) (intake.Request, error) {
 	return intake.Request{Kind: kind, Body: body, Summary: summary}, nil
 }
 
-// intakeScenario resolves a scenario name ("copy-single") in the config's
-// scenarios directory, with a hint for a likely typo.
+// intakeScenario checks a scenario name ("copy-single") against the
+// config's scenario directory, with a hint for a likely typo.
 func intakeScenario(cfg *config.Config, name string) (string, error) {
-	dir := filepath.Dir(cfg.ScenarioPath("scenarios/x.yaml"))
-	if cfg.File == "" {
-		dir = "configs/scenarios"
-	}
-	if strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
-		return "", fmt.Errorf("scenario %q: give the name of one of the bot's scenarios, not a path", name)
-	}
-	path := filepath.Join(dir, strings.TrimSuffix(name, ".yaml")+".yaml")
-	if _, err := os.Stat(path); err == nil {
-		return filepath.Abs(path)
-	}
-	var names []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".yaml") {
-			names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
-		}
-	}
-	hint := ""
-	if c := strictyaml.Closest(name, names); c != "" {
-		hint = fmt.Sprintf(" (did you mean %s?)", c)
-	}
-	return "", fmt.Errorf("unknown scenario %q%s: the bot has %s", name, hint, strings.Join(names, ", "))
+	return scenarioCatalog(cfg).Name(name)
 }
 
 // pollComments runs the dispatcher's poll, then brings the answers of the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,11 +29,10 @@ func TestIntakeParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b app.BisectRequest
-	if err := json.Unmarshal(req.Body, &b); err != nil || req.Kind != "bisect" || !filepath.IsAbs(b.Scenario) ||
-		!strings.HasSuffix(b.Scenario, "configs/scenarios/copy-single.yaml") || b.Good != "REL_15_0" || b.Set["rows"] != "1000" || b.MaxTime != 8*time.Hour {
+	if err := json.Unmarshal(req.Body, &b); err != nil || req.Kind != "bisect" || b.Scenario != "copy-single" || b.Good != "REL_15_0" || b.Set["rows"] != "1000" || b.MaxTime != 8*time.Hour {
 		t.Errorf("bisect: %+v %s %v", req, req.Body, err)
 	}
-	req, err = parse(context.Background(), strings.Fields("compare copy-single REL_15_0 REL_16_0 --point clients=1"))
+	req, err = parse(context.Background(), strings.Fields("compare copy-concurrent REL_15_0 REL_16_0 --point clients=1"))
 	var c app.CompareRequest
 	if err != nil || json.Unmarshal(req.Body, &c) != nil || req.Kind != "compare" || c.A != "REL_15_0" || c.B != "REL_16_0" || c.Point != "clients=1" {
 		t.Errorf("compare: %+v %v", req, err)
@@ -43,6 +41,11 @@ func TestIntakeParser(t *testing.T) {
 		{"bisect copy-singel --good A --bad B", `unknown scenario "copy-singel" (did you mean copy-single?)`},
 		{"bisect copy-single --good A --badd B", "bisect: unknown flag --badd (did you mean --bad?)"},
 		{"bisect ../../etc/passwd --good A --bad B", "give the name of one of the bot's scenarios, not a path"},
+		{"bisect -s /etc/shadow --good A --bad B", `scenario "/etc/shadow": give the name of one of the bot's scenarios, not a path: the bot has`},
+		{"bisect copy-single --good A --bad B --set rows=1;id", "rows is an integer"},
+		{"bisect copy-single --good A --bad B --set persistence=$(id)", "a value set for a variable is a word"},
+		{"bisect copy-single --good A --bad B --client-bin /tmp", "--client-bin names a directory"},
+		{"compare copy-single /usr/lib/postgresql/15/bin REL_16_0", "is not a revision"},
 		{"bisct copy-single", `unknown command "bisct" (did you mean bisect?)`},
 		{"bisect copy-single --good A --bad B --max-time -1h", "--max-time -1h0m0s is negative"},
 		{"compare copy-single A", "compare takes a scenario and two revisions"},
@@ -230,8 +233,8 @@ func TestCommentQueuesPatchJob(t *testing.T) {
 	}
 	text := strings.Join(replies, "\n")
 	for _, want := range []string{
-		"compare copy-single.yaml REL_15_0 + fix.patch (" + strconv.Itoa(len(testPatch)) + " bytes).",
-		"compare copy-single.yaml REL_15_0 + pull-12.diff (",
+		"compare copy-single REL_15_0 + fix.patch (" + strconv.Itoa(len(testPatch)) + " bytes).",
+		"compare copy-single REL_15_0 + pull-12.diff (",
 		"@andres compare --patch: patch refused: example.org is not a host patches are fetched from (allowed: " + files.URL + "/files)",
 		"@andres compare --patch: patch refused: " + files.URL + "/files/big.patch is", "more than the 1 KiB a patch may be",
 		"@andres compare --pr: patch refused: the diff of pull request #13 is 2 KiB, more than the 1 KiB a patch may be",

@@ -26,6 +26,7 @@ func requestRun(ctx context.Context, env *Env) error {
 		fmt.Fprintln(env.Stderr, "Usage: pgbisect request bisect -s SCENARIO --good REV --bad REV [bisect flags] [--config FILE] [--state DIR] [--db URL]")
 		fmt.Fprintln(env.Stderr, "       pgbisect request compare -s SCENARIO A B | BASE --patch FILE... [compare flags] [--config FILE] [--state DIR] [--db URL]")
 		fmt.Fprintln(env.Stderr, "\nQueues a bisection or a comparison for the daemon ('pgbisect daemon'); 'pgbisect status' shows the queue.")
+		fmt.Fprintln(env.Stderr, "SCENARIO is a name from the config's scenario directory (copy-single), never a file: the daemon may run elsewhere.")
 		fmt.Fprintln(env.Stderr, "Any flag of 'pgbisect bisect' may follow (--metric, --point, --set, --post, ...); compare takes")
 		fmt.Fprintln(env.Stderr, "--point, --set, --alpha, --min-effect, --max-samples, --max-time and --patch (the patch is carried in the request).")
 		if len(env.Args) == 0 {
@@ -51,6 +52,11 @@ func requestRun(ctx context.Context, env *Env) error {
 	cfg, err := flags.load()
 	if err != nil {
 		return err
+	}
+	// The daemon, maybe on another machine, runs the scenario of this
+	// name from its own directory: a request names it, never a file.
+	if req, err = app.Check(req, scenarioCatalog(cfg)); err != nil {
+		return usageError("%v", err)
 	}
 	requester := "unknown"
 	if u, err := user.Current(); err == nil {
@@ -81,7 +87,7 @@ func requestRun(ctx context.Context, env *Env) error {
 	case app.BisectRequest:
 		what = "bisect " + strings.Join(r.Args(), " ")
 	case app.CompareRequest:
-		what = fmt.Sprintf("compare %s %s", filepath.Base(r.Scenario), r.A)
+		what = fmt.Sprintf("compare %s %s", r.Scenario, r.A)
 		if r.B != "" {
 			what += " " + r.B
 		}
@@ -99,8 +105,8 @@ func requestRun(ctx context.Context, env *Env) error {
 // the daemon runs.
 func requestCompareParse(env *Env) (app.CompareRequest, commonFlags, error) {
 	fs := newFlags(env, "request compare", "-s SCENARIO A B [flags]\n       pgbisect request compare -s SCENARIO BASE --patch FILE [--patch FILE ...] [flags]")
-	scenario := fs.String("s", "", "scenario file (required)")
-	fs.StringVar(scenario, "scenario", "", "scenario file (same as -s)")
+	scenario := fs.String("s", "", "scenario `NAME`, from the scenario directory (required)")
+	fs.StringVar(scenario, "scenario", "", "scenario name (same as -s)")
 	point := fs.String("point", "", "compare only the matrix point `P` (e.g. clients=1)")
 	sets := runSetFlag{}
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable)")
@@ -117,24 +123,18 @@ func requestCompareParse(env *Env) (app.CompareRequest, commonFlags, error) {
 		return app.CompareRequest{}, flags, err
 	}
 	if *scenario == "" {
-		return app.CompareRequest{}, flags, usageError("-s SCENARIO is required (e.g. -s configs/scenarios/copy-single.yaml)")
+		return app.CompareRequest{}, flags, usageError("-s SCENARIO is required (e.g. -s copy-single)")
 	}
 	if len(patches) > 0 && len(pos) != 1 {
-		return app.CompareRequest{}, flags, usageError("with --patch give one revision, the base the patches apply to (e.g. request compare -s copy.yaml master --patch fix.patch)")
+		return app.CompareRequest{}, flags, usageError("with --patch give one revision, the base the patches apply to (e.g. request compare -s copy-single master --patch fix.patch)")
 	}
 	if len(patches) == 0 && len(pos) != 2 {
-		return app.CompareRequest{}, flags, usageError("give two revisions: the baseline A and the candidate B (e.g. request compare -s copy.yaml master~10 master)")
+		return app.CompareRequest{}, flags, usageError("give two revisions: the baseline A and the candidate B (e.g. request compare -s copy-single master~10 master)")
 	}
 	req := app.CompareRequest{Scenario: *scenario, Set: sets, A: pos[0], Point: *point, Alpha: *alpha, MinEffect: *minEffect,
 		MaxSamples: *maxSamples, MaxTime: *maxTime}
 	if len(pos) == 2 {
 		req.B = pos[1]
-	}
-	if abs, err := filepath.Abs(req.Scenario); err == nil {
-		req.Scenario = abs
-	}
-	if _, err := os.Stat(req.Scenario); err != nil {
-		return req, flags, usageError("scenario %s: %v", req.Scenario, err)
 	}
 	total := 0
 	for _, f := range patches {
@@ -155,8 +155,9 @@ func requestCompareParse(env *Env) (app.CompareRequest, commonFlags, error) {
 }
 
 // requestParse parses a bisect request's flags, those of 'pgbisect bisect',
-// into the request, with the scenario path made absolute (the daemon runs
-// elsewhere) and checked.
+// into the request; app.Check checks it once the config is known (the
+// scenario is a name of its scenario directory: the daemon runs
+// elsewhere).
 func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
 	fs := newFlags(env, "request bisect", "-s SCENARIO --good REV --bad REV [bisect flags]")
 	request := bisectFlags(fs)
@@ -172,14 +173,6 @@ func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
 	}
 	if err := req.Validate(); err != nil {
 		return req, flags, err
-	}
-	if req.Scenario != "" {
-		if abs, err := filepath.Abs(req.Scenario); err == nil {
-			req.Scenario = abs
-		}
-		if _, err := os.Stat(req.Scenario); err != nil {
-			return req, flags, usageError("scenario %s: %v", req.Scenario, err)
-		}
 	}
 	return req, flags, nil
 }

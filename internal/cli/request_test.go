@@ -16,11 +16,20 @@ import (
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
-func TestRequestParse(t *testing.T) {
-	scen, err := filepath.Abs("../../configs/scenarios/copy-single.yaml")
+// linkScenarios gives a config file in dir the shipped scenarios: dir/scenarios
+// links to configs/scenarios.
+func linkScenarios(t *testing.T, dir string) {
+	t.Helper()
+	src, err := filepath.Abs("../../configs/scenarios")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(src, filepath.Join(dir, "scenarios")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRequestParse(t *testing.T) {
 	cases := []struct {
 		args      []string
 		req       app.BisectRequest
@@ -28,13 +37,12 @@ func TestRequestParse(t *testing.T) {
 		errSubstr string
 	}{
 		{
-			args:  []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad=B", "--post", "--state", "/x", "--reuse-samples", "--set", "rows=10"},
-			req:   app.BisectRequest{Scenario: scen, Good: "A", Bad: "B", Post: true, ReuseSamples: true, Set: map[string]string{"rows": "10"}},
+			args:  []string{"-s", "copy-single", "--good", "A", "--bad=B", "--post", "--state", "/x", "--reuse-samples", "--set", "rows=10"},
+			req:   app.BisectRequest{Scenario: "copy-single", Good: "A", Bad: "B", Post: true, ReuseSamples: true, Set: map[string]string{"rows": "10"}},
 			state: "/x",
 		},
 		{args: []string{"--resume", "abc123", "--db", "postgres:///x", "--max-time", "90m"}, req: app.BisectRequest{Resume: "abc123", MaxTime: 90 * time.Minute}},
 		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A"}, errSubstr: "needs -s SCENARIO, --good REV and --bad REV"},
-		{args: []string{"-s", "nope.yaml", "--good", "A", "--bad", "B"}, errSubstr: "nope.yaml"},
 		{args: []string{"A", "B"}, errSubstr: "unexpected argument"},
 		{args: []string{"--good"}, errSubstr: "needs an argument"},
 		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A", "--bad", "B", "--min-effect", "5"}, errSubstr: "fraction"},
@@ -75,7 +83,29 @@ func TestRequestAndStatus(t *testing.T) {
 		}
 		return out.String()
 	}
-	out := run("request", "bisect", "-s", "../../configs/scenarios/copy-single.yaml", "--good", "REL_15_0", "--bad", "REL_15_1", "--metric", "copy_time", "--state", state)
+	// A file is refused: the daemon may run on another machine, and runs
+	// the scenario of that name from its own directory.
+	var rout, rerr bytes.Buffer
+	if code := Main(context.Background(), []string{"request", "bisect", "-s", "../../configs/scenarios/copy-single.yaml", "--good", "REL_15_0", "--bad", "REL_15_1",
+		"--config", "../../configs/pgbisect.yaml", "--state", state}, &rout, &rerr); code != 2 || !strings.Contains(rerr.String(), "not a path: the bot has") {
+		t.Errorf("request with a scenario file: exit %d\n%s", code, rerr.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bisect", "-s", "copy-single", "--good", "A", "--bad", "B", "--set", "rows=1;id"}, "rows is an integer"},
+		{[]string{"bisect", "-s", "copy-single", "--good", "A", "--bad", "B", "--client-bin", "/tmp"}, "--client-bin names a directory"},
+		{[]string{"compare", "-s", "copy-singel", "A", "B"}, "did you mean copy-single?"},
+	} {
+		rerr.Reset()
+		args := append([]string{"request"}, append(c.args, "--config", "../../configs/pgbisect.yaml", "--state", state)...)
+		if code := Main(context.Background(), args, &rout, &rerr); code != 2 || !strings.Contains(rerr.String(), c.want) {
+			t.Errorf("%q: exit %d\n%s\nwant %q", args, code, rerr.String(), c.want)
+		}
+	}
+	out := run("request", "bisect", "-s", "copy-single", "--good", "REL_15_0", "--bad", "REL_15_1", "--metric", "copy_time",
+		"--config", "../../configs/pgbisect.yaml", "--state", state)
 	if !strings.Contains(out, "queued job 1 for machine class default") {
 		t.Fatalf("request said %q", out)
 	}
@@ -100,8 +130,8 @@ func TestRequestAndStatus(t *testing.T) {
 		t.Fatalf("status --json: %+v", rep)
 	}
 	r, err := jobRequest(rep.Jobs[0])
-	if req, ok := r.(app.BisectRequest); err != nil || !ok || !filepath.IsAbs(req.Scenario) || req.Metric != "copy_time" {
-		t.Fatalf("queued request %s: a bisect request with the scenario path absolute (%v)", rep.Jobs[0].Args, err)
+	if req, ok := r.(app.BisectRequest); err != nil || !ok || req.Scenario != "copy-single" || req.Metric != "copy_time" {
+		t.Fatalf("queued request %s: a bisect request naming its scenario (%v)", rep.Jobs[0].Args, err)
 	}
 }
 

@@ -39,6 +39,7 @@ func TestDaemonAppliesQueuedPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(state, "pgbisect.yaml")
+	linkScenarios(t, state)
 	if err := os.WriteFile(cfgFile, []byte("repo: "+repo+"\nnightly:\n  scenarios: ["+scenario+"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestDaemonAppliesQueuedPatch(t *testing.T) {
 	}
 	var out bytes.Buffer
 	if code := Main(context.Background(), []string{"request", "compare", "--config", cfgFile, "--state", state,
-		"-s", scenario, c1, "--patch", patch}, &out, &out); code != 0 {
+		"-s", "copy-single", c1, "--patch", patch}, &out, &out); code != 0 {
 		t.Fatalf("request: %s", out.String())
 	}
 	if !strings.Contains(out.String(), "+ fix.patch (") {

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/app"
@@ -65,7 +63,7 @@ func serveRun(ctx context.Context, env *Env) error {
 // queued for class.
 func dashboard(ctx context.Context, env *Env, cfg *config.Config, st *store.Store, queue *jobs.Queue, addr, commitURL, class string, hook http.Handler) (func() error, error) {
 	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Private: cfg.Web.Private,
-		Jobs: queue, Webhook: hook, Scenarios: scenarioNames(cfg)}
+		Jobs: queue, Webhook: hook, Scenarios: scenarioCatalog(cfg).Names()}
 	if wc.Private && wc.Token == "" {
 		return nil, fmt.Errorf("the config says web.private: true, but %s is not set: a private dashboard needs the token its readers sign in with", webTokenEnv)
 	}
@@ -93,27 +91,24 @@ const webTokenEnv = "PGBISECT_WEB_TOKEN"
 
 // serveEnqueue queues a bisection or a comparison requested on the
 // dashboard, checked first as far as it can be without the repository
-// (the scenario loads, has the metric and the point): a request that
-// cannot run is refused now rather than failing in the queue.
+// (app.Check: a scenario name, never a path; the metric and the point): a
+// request that cannot run is refused now rather than failing in the queue.
 func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, class string, r web.Request) (int64, error) {
 	invalid := func(field string, err error) error {
 		return fmt.Errorf("%w: %w", web.ErrInvalid, &web.FieldError{Field: field, Msg: err.Error()})
 	}
-	scenario, err := serveScenario(cfg, r.Scenario)
-	if err != nil {
-		return 0, invalid("scenario", err)
-	}
 	var req app.Request
 	switch r.Kind {
 	case "bisect":
-		req = app.BisectRequest{Scenario: scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point,
+		req = app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point,
 			MinEffect: r.MinEffect, MaxSamples: r.MaxSamples, Requester: "dashboard"}
 	case "compare":
-		req = app.CompareRequest{Scenario: scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect, MaxSamples: r.MaxSamples}
+		req = app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect, MaxSamples: r.MaxSamples}
 	default:
 		return 0, invalid("kind", fmt.Errorf("%q is not a request the daemon runs", r.Kind))
 	}
-	if err := app.Check(req); err != nil {
+	req, err := app.Check(req, scenarioCatalog(cfg))
+	if err != nil {
 		var ce *app.CheckError
 		if errors.As(err, &ce) {
 			return 0, invalid(ce.Field, ce.Err)
@@ -125,40 +120,6 @@ func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, cl
 		return 0, err
 	}
 	return job.ID, nil
-}
-
-// serveScenario resolves a requested scenario: a name from the config's
-// scenario directory (as in GitHub comments), or a path on the server,
-// relative to the working directory.
-func serveScenario(cfg *config.Config, s string) (string, error) {
-	if !strings.ContainsAny(s, "/\\") {
-		return intakeScenario(cfg, s)
-	}
-	abs, err := filepath.Abs(s)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return "", err
-	}
-	return abs, nil
-}
-
-// scenarioNames lists the scenarios of the config's scenario directory,
-// which the request form offers.
-func scenarioNames(cfg *config.Config) []string {
-	dir := "configs/scenarios"
-	if cfg.File != "" {
-		dir = filepath.Dir(cfg.ScenarioPath("scenarios/x.yaml"))
-	}
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && !e.IsDir() {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // webhook is the handler of GitHub's issue_comment deliveries when

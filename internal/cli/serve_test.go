@@ -28,7 +28,7 @@ func TestServe(t *testing.T) {
 	pr, pw := io.Pipe()
 	exit := make(chan int, 1)
 	go func() {
-		exit <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--state", t.TempDir()}, io.Discard, pw)
+		exit <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--config", "../../configs/pgbisect.yaml", "--state", t.TempDir()}, io.Discard, pw)
 		pw.Close()
 	}()
 	// The address it listens on is in its first line on stderr.
@@ -68,23 +68,48 @@ func TestServe(t *testing.T) {
 		!strings.Contains(body, "no/such.yaml") {
 		t.Errorf("a request for a missing scenario: %d %s", code, body)
 	}
-	// Checked as far as it can be before it is queued: the scenario's
-	// metric and point.
+	// A scenario is a name of the scenario directory, never a path: the
+	// issue's leak (the store's passfile, a line of /etc/shadow quoted back
+	// in the error) is a 400 naming the scenarios there are, with no byte
+	// of the file.
+	secret := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(secret, []byte("root:SECRET-LINE-"+t.Name()+":19000:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{secret, "/var/lib/pgbisect/db/passfile", "../../configs/scenarios/copy-single.yaml", "/etc/shadow", "..", "copy-single/../../x"} {
+		body, _ := json.Marshal(map[string]string{"kind": "bisect", "scenario": path, "good": "a", "bad": "b"})
+		code, got := post(string(body))
+		if code != 400 || strings.Contains(got, "SECRET-LINE") || strings.Contains(got, "root:") || strings.Contains(got, ":*:*:") ||
+			!strings.Contains(got, "not a path") || !strings.Contains(got, "copy-single") || !strings.Contains(got, "clog-unlogged-pgbench") {
+			t.Errorf("a request naming %s: %d %s, want 400 naming the scenarios and quoting nothing of the file", path, code, got)
+		}
+	}
+	// Values set for variables reach no step as free text, and a
+	// comparison may not name an installation's bin directory.
 	for body, want := range map[string]string{
-		`{"kind": "bisect", "scenario": "../../configs/scenarios/copy-single.yaml", "good": "a", "bad": "b", "metric": "tps"}`:  `field \"metric\"`,
-		`{"kind": "compare", "scenario": "../../configs/scenarios/copy-single.yaml", "a": "a", "b": "b", "point": "clients=9"}`: `field \"point\"`,
-		`{"kind": "compare", "scenario": "copy-singel", "a": "a", "b": "b"}`:                                                    `field \"scenario\"`,
+		`{"kind": "compare", "scenario": "copy-single", "a": "/usr/lib/postgresql/15/bin", "b": "REL_16_0"}`: "is not a revision",
 	} {
 		if code, got := post(body); code != 400 || !strings.Contains(got, want) {
 			t.Errorf("%s: %d %s, want 400 with %s", body, code, got, want)
 		}
 	}
-	code, body := post(`{"kind": "bisect", "scenario": "../../configs/scenarios/copy-single.yaml", "good": "REL_15_0", "bad": "REL_16_0", "metric": "parse_time"}`)
+	// Checked as far as it can be before it is queued: the scenario's
+	// metric and point.
+	for body, want := range map[string]string{
+		`{"kind": "bisect", "scenario": "copy-single", "good": "a", "bad": "b", "metric": "tps"}`:  `field \"metric\"`,
+		`{"kind": "compare", "scenario": "copy-single", "a": "a", "b": "b", "point": "clients=9"}`: `field \"point\"`,
+		`{"kind": "compare", "scenario": "copy-singel", "a": "a", "b": "b"}`:                       `field \"scenario\"`,
+	} {
+		if code, got := post(body); code != 400 || !strings.Contains(got, want) {
+			t.Errorf("%s: %d %s, want 400 with %s", body, code, got, want)
+		}
+	}
+	code, body := post(`{"kind": "bisect", "scenario": "copy-single", "good": "REL_15_0", "bad": "REL_16_0", "metric": "parse_time"}`)
 	var out struct{ ID int64 }
 	if err := json.Unmarshal([]byte(body), &out); code != 201 || err != nil {
 		t.Fatalf("a valid request: %d %s", code, body)
 	}
-	code, body = post(`{"kind": "compare", "scenario": "../../configs/scenarios/copy-single.yaml", "a": "REL_15_0", "b": "REL_16_0", "min_effect": 0.05}`)
+	code, body = post(`{"kind": "compare", "scenario": "copy-single", "a": "REL_15_0", "b": "REL_16_0", "min_effect": 0.05}`)
 	var cmp struct{ ID int64 }
 	if err := json.Unmarshal([]byte(body), &cmp); code != 201 || err != nil {
 		t.Fatalf("a valid comparison: %d %s", code, body)
@@ -116,7 +141,7 @@ func TestServe(t *testing.T) {
 	var cc struct {
 		Request app.CompareRequest `json:"request"`
 	}
-	if err := json.Unmarshal(jc.Args, &cc); err != nil || jc.Kind != "compare" || !filepath.IsAbs(cc.Request.Scenario) ||
+	if err := json.Unmarshal(jc.Args, &cc); err != nil || jc.Kind != "compare" || cc.Request.Scenario != "copy-single" ||
 		cc.Request.A != "REL_15_0" || cc.Request.B != "REL_16_0" || cc.Request.MinEffect != 0.05 {
 		t.Errorf("queued %s %s", jc.Kind, jc.Args)
 	}
@@ -126,7 +151,7 @@ func TestServe(t *testing.T) {
 	err = json.Unmarshal(j.Args, &c)
 	args := c.Request
 	if err != nil || j.Kind != "bisect" ||
-		!filepath.IsAbs(args.Scenario) || args.Bad != "REL_16_0" || args.Metric != "parse_time" || args.Requester != "dashboard" {
+		args.Scenario != "copy-single" || args.Bad != "REL_16_0" || args.Metric != "parse_time" || args.Requester != "dashboard" {
 		t.Errorf("queued %s %s", j.Kind, j.Args)
 	}
 

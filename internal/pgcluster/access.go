@@ -12,18 +12,33 @@ import (
 )
 
 // Reserved reports whether a server setting is the cluster's own: where it
-// listens, who may connect and how. A scenario that sets one is refused.
-func Reserved(name string) bool {
-	n := strings.ToLower(name)
+// listens, who may connect and how, where the server reads its
+// configuration, and what code or commands it runs. A scenario that sets
+// one is refused, whether or not the server it runs on knows the name.
+func Reserved(name string) bool { return ReservedWhy(name) != "" }
+
+// ReservedWhy says why a setting is the cluster's own ("" when it is not):
+// the category Reserved refuses it for.
+func ReservedWhy(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
 	switch {
-	case n == "listen_addresses", n == "port", strings.HasPrefix(n, "unix_socket_"),
-		n == "hba_file", n == "ident_file", n == "config_file", n == "data_directory",
-		n == "password_encryption", n == "krb_server_keyfile", n == "krb_caseins_users",
-		n == "db_user_namespace", strings.HasPrefix(n, "ssl"), n == "authentication_timeout",
-		n == "scram_iterations":
-		return true
+	case n == "include", n == "include_if_exists", n == "include_dir", n == "config_file", n == "data_directory",
+		n == "hba_file", n == "ident_file", n == "external_pid_file":
+		return "where the server reads its configuration"
+	case n == "listen_addresses", n == "port", strings.HasPrefix(n, "unix_socket_"):
+		return "where the server listens"
+	case strings.HasPrefix(n, "ssl"), n == "password_encryption", strings.HasPrefix(n, "krb_"),
+		n == "db_user_namespace", n == "authentication_timeout", n == "scram_iterations",
+		n == "gss_accept_delegation", n == "md5_password_warnings", n == "oauth_validator_libraries":
+		return "who may connect and how"
+	case strings.HasSuffix(n, "_preload_libraries"), n == "dynamic_library_path", n == "jit_provider",
+		n == "extension_control_path", n == "archive_library":
+		return "what code the server loads"
+	case n == "archive_command", n == "restore_command", n == "archive_cleanup_command", n == "recovery_end_command",
+		n == "primary_conninfo":
+		return "what commands the server runs and where it connects"
 	}
-	return false
+	return ""
 }
 
 // CheckSettings refuses settings that Reserved names, naming the first.
@@ -45,7 +60,7 @@ func CheckSettings(settings map[string]string) error {
 type ReservedError struct{ Name string }
 
 func (e *ReservedError) Error() string {
-	return fmt.Sprintf("setting %s is pgbisect's own (where the server listens and who may connect): remove it from the scenario", e.Name)
+	return fmt.Sprintf("setting %s is pgbisect's own (%s): remove it from the scenario", e.Name, ReservedWhy(e.Name))
 }
 
 // WriteAccess writes pg_hba.conf (and pg_ident.conf for Peer) into the
@@ -107,15 +122,6 @@ func newPassword() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// ConnString is the keyword/value connection string of database db.
-func (c *Cluster) ConnString(db string) string {
-	s := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", quoteKV(c.Socket()), c.Port, quoteKV(c.Role()), quoteKV(db))
-	if c.auth() == Password {
-		s += " passfile=" + quoteKV(c.Passfile())
-	}
-	return s
 }
 
 // URL is the connection URL of database db, for pgx and psql; it names

@@ -225,7 +225,10 @@ func TestPasswordNeeded(t *testing.T) {
 
 func TestReservedSettings(t *testing.T) {
 	for _, k := range []string{"listen_addresses", "port", "unix_socket_directories", "unix_socket_permissions", "unix_socket_group",
-		"hba_file", "ident_file", "password_encryption", "ssl", "LISTEN_ADDRESSES"} {
+		"hba_file", "ident_file", "password_encryption", "ssl", "LISTEN_ADDRESSES",
+		"include", "include_if_exists", "include_dir", "data_directory", "config_file", "external_pid_file",
+		"shared_preload_libraries", "local_preload_libraries", "session_preload_libraries", "dynamic_library_path",
+		"archive_command", "restore_command", "archive_library", "ssl_ca_file"} {
 		err := CheckSettings(map[string]string{"work_mem": "4MB", k: "x"})
 		var re *ReservedError
 		if !errors.As(err, &re) || re.Name != k || !strings.Contains(err.Error(), k) {
@@ -239,6 +242,26 @@ func TestReservedSettings(t *testing.T) {
 	err := c.Init(context.Background(), InitOptions{Settings: map[string]string{"listen_addresses": "*"}})
 	if err == nil || !strings.Contains(err.Error(), "listen_addresses") {
 		t.Errorf("Init with listen_addresses = '*': %v, want a refusal naming it", err)
+	}
+	// The reproduction: a file the settings include made a
+	// benchmark server listen on 127.0.0.1 with trust.
+	dir := t.TempDir()
+	hba := filepath.Join(dir, "hba.conf")
+	conf := filepath.Join(dir, "open.conf")
+	if err := os.WriteFile(hba, []byte("host all all 127.0.0.1/32 trust\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("listen_addresses = '127.0.0.1'\nhba_file = '"+hba+"'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"include_if_exists", "include", "include_dir"} {
+		err := c.Init(context.Background(), InitOptions{Settings: map[string]string{k: conf}})
+		if err == nil || !strings.Contains(err.Error(), "setting "+k+" is pgbisect's own (where the server reads its configuration)") {
+			t.Errorf("Init with %s = %s: %v, want a refusal naming it", k, conf, err)
+		}
+	}
+	if Reserved("work_mem") || Reserved("max_wal_size") || Reserved("wal_level") || Reserved("auto_explain.log_min_duration") {
+		t.Error("an ordinary setting is reserved")
 	}
 }
 

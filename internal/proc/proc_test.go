@@ -16,11 +16,13 @@ func TestEnvAllowlist(t *testing.T) {
 	t.Setenv("PGBISECT_DB", "postgres://u:pw@h/db")
 	t.Setenv("PGPASSWORD", "pw")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "k")
+	t.Setenv("PGBISECT_WEB_TOKEN", "web-token")
+	t.Setenv("PGBISECT_WEBHOOK_SECRET", "hook-secret")
 	t.Setenv("CCACHE_DIR", "/var/cache/ccache")
 	t.Setenv("CFLAGS", "-O2")
 	t.Setenv("LC_MESSAGES", "C")
 	env := strings.Join(Env("EXTRA=1"), "\n") + "\n"
-	for _, bad := range []string{"GITHUB_TOKEN=", "PGBISECT_DB=", "PGPASSWORD=", "AWS_SECRET_ACCESS_KEY="} {
+	for _, bad := range []string{"GITHUB_TOKEN=", "PGBISECT_DB=", "PGPASSWORD=", "AWS_SECRET_ACCESS_KEY=", "PGBISECT_WEB_TOKEN=", "PGBISECT_WEBHOOK_SECRET="} {
 		if strings.Contains(env, bad) {
 			t.Errorf("Env() passes %s", bad)
 		}

@@ -19,7 +19,7 @@ type Request struct {
 	// Kind is "bisect" or "compare".
 	Kind string `json:"kind"`
 	// Scenario is the scenario: a name from the server's scenario
-	// directory (copy-single) or a path on the server.
+	// directory (copy-single), never a path.
 	Scenario string `json:"scenario"`
 	// Good and Bad are the revisions a bisection searches between.
 	Good string `json:"good,omitempty"`
