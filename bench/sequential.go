@@ -70,7 +70,7 @@ func (q *Sequential) Run(ctx context.Context, s Sampler) ([]MetricComparison, er
 	values := make([][2][]float64, len(specs))
 	out := make([]MetricComparison, len(specs))
 	start := now()
-	n, want := 0, q.Plan.StartSamples
+	n, want := 0, q.Plan.FirstLook()
 	for {
 		order := q.Order.Rounds(n, want-n)
 		for k, side := range order {

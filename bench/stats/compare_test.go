@@ -32,10 +32,13 @@ func TestVerdicts(t *testing.T) {
 		{"clear improvement, throughput", draw(1, 10, 1000, 0.01), draw(2, 10, 1100, 0.01), HigherIsBetter, Improvement},
 		{"A/A with tight data is same", draw(3, 10, 100, 0.005), draw(4, 10, 100, 0.005), LowerIsBetter, Same},
 		{"few noisy samples are unknown", draw(5, 5, 100, 0.15), draw(6, 5, 100, 0.15), LowerIsBetter, Unknown},
-		{"large effect at five samples is still unknown", draw(1, 5, 100, 0.01), draw(2, 5, 150, 0.01), LowerIsBetter, Unknown},
+		{"large effect at five samples is a regression", draw(1, 5, 100, 0.01), draw(2, 5, 150, 0.01), LowerIsBetter, Regression},
+		{"a change 100 times the noise at three samples is a regression", draw(1, 3, 100, 0.001), draw(2, 3, 110, 0.001), LowerIsBetter, Regression},
+		{"a small effect at five samples is unknown", draw(1, 5, 100, 0.01), draw(2, 5, 105, 0.01), LowerIsBetter, Unknown},
 		{"noisy small effect at the budget is inconclusive", draw(7, 30, 100, 0.15), draw(8, 30, 102, 0.15), LowerIsBetter, Inconclusive},
 		{"constant values are same", []float64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7}, []float64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7}, HigherIsBetter, Same},
-		{"five runs per side cannot show same", []float64{7, 7, 7, 7, 7}, []float64{7, 7, 7, 7, 7}, HigherIsBetter, Unknown},
+		{"three identical runs per side are same", []float64{7, 7, 7}, []float64{7, 7, 7}, HigherIsBetter, Same},
+		{"noisy runs at five per side cannot show same", draw(11, 5, 100, 0.02), draw(12, 5, 100, 0.02), HigherIsBetter, Unknown},
 		{"a real but negligible change is same", draw(9, 30, 100, 0.001), draw(10, 30, 100.5, 0.001), LowerIsBetter, Same},
 	}
 	for _, c := range cases {
@@ -44,10 +47,10 @@ func TestVerdicts(t *testing.T) {
 			if got.Verdict != c.want {
 				t.Errorf("verdict %v, want %v\n%+v", got.Verdict, c.want, got)
 			}
-			if got.Verdict.Different() && !(got.P < got.LookAlpha && (got.Lo > 1 || got.Hi < 1)) {
+			if got.Verdict.Different() && !((got.P < got.LookAlpha || got.PMagnitude < 2*got.MagnitudeAlpha) && (got.Lo > 1 || got.Hi < 1)) {
 				t.Errorf("%v without the evidence: %+v", got.Verdict, got)
 			}
-			if got.Verdict == Same && !(got.Lo >= 0.97 && got.Hi <= 1.03 && got.PSame <= got.ShiftAlpha) {
+			if got.Verdict == Same && !(got.Lo >= 0.97 && got.Hi <= 1.03) {
 				t.Errorf("same with interval [%v, %v] outside ±3%% (p same %v)", got.Lo, got.Hi, got.PSame)
 			}
 			if !(got.Lo <= got.Ratio && got.Ratio <= got.Hi) {

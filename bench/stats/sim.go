@@ -116,10 +116,27 @@ var NoiseModels = []NoiseModel{
 	},
 }
 
-// NoiseModelNamed returns the model of NoiseModels called name.
+// TiedNoiseModels are measurements with ties, as counts are: instructions
+// executed, rows, pages. Simulate uses them when SimConfig.Models names
+// them; the study of samples by effect size (sim_test.go) does.
+var TiedNoiseModels = []NoiseModel{
+	{
+		Name:  "tied",
+		About: "1 + s·round(Z): every run on a grid of step s, most runs tied with others",
+		Draw:  func(r *rand.Rand, s float64) float64 { return 1 + s*math.Round(r.NormFloat64()) },
+	},
+	{
+		Name:  "constant",
+		About: "1: every run gives exactly the same value (s is ignored), a deterministic count",
+		Draw:  func(*rand.Rand, float64) float64 { return 1 },
+	},
+}
+
+// NoiseModelNamed returns the model of NoiseModels or TiedNoiseModels
+// called name.
 func NoiseModelNamed(name string) (NoiseModel, error) {
 	var names []string
-	for _, m := range NoiseModels {
+	for _, m := range append(slices.Clone(NoiseModels), TiedNoiseModels...) {
 		if m.Name == name {
 			return m, nil
 		}
@@ -176,13 +193,17 @@ type SimRow struct {
 	// MeanSamples is the mean number of runs per side when the comparison
 	// stopped.
 	MeanSamples float64
+	// MaxSamples is the largest number of runs per side any comparison of
+	// the cell took; Early counts the comparisons that stopped with at most
+	// StartSamples runs per side (5 by default).
+	MaxSamples, Early int
 	// RelStddev is the mean relative stddev of the baseline samples as
 	// measured, to show how noisy the model really is.
 	RelStddev float64
 }
 
 // Simulate runs seeded sequential comparisons exactly as a sampler would:
-// StartSamples per side, then Batch more per side while Thresholds.More
+// FirstLook per side, then up to StartSamples, then Batch more per side while Thresholds.More
 // asks, up to MaxSamples, taking the runs in the sampler's order A B B A.
 // Half the comparisons use LowerIsBetter and half HigherIsBetter, and half
 // make B larger by 1+effect while half make it smaller by the same factor,
@@ -287,6 +308,10 @@ func Simulate(cfg SimConfig) []SimRow {
 			r.Covered++
 		}
 		r.MeanSamples += float64(o.n)
+		r.MaxSamples = max(r.MaxSamples, o.n)
+		if o.n <= th.StartSamples {
+			r.Early++
+		}
 		r.RelStddev += o.relStddev
 	}
 	for i := range rows {
@@ -311,7 +336,7 @@ func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Th
 	draw := m.Source(rng, s)
 	var a, b []float64
 	c = Comparison{Verdict: Unknown}
-	for more := th.StartSamples; more > 0; more = th.More(c) {
+	for more := th.FirstLook(); more > 0; more = th.More(c) {
 		for range more {
 			// A B, then B A: the order of the sampler, which makes a
 			// steady drift hit both sides alike.
@@ -463,4 +488,65 @@ func noiseName(s float64) string {
 		return "recorded"
 	}
 	return fmt.Sprintf("%g%%", 100*s)
+}
+
+// FormatSamplesTable renders rows as a Markdown table of the samples per
+// side by effect size: one line per model and noise level, one column per
+// effect, each cell the mean number of runs per side at the verdict, the
+// share of comparisons that stopped within StartSamples runs per side and
+// the share that ended "different" (for effect 0, "same").
+func FormatSamplesTable(rows []SimRow) string {
+	type key struct {
+		model string
+		noise float64
+	}
+	var order []key
+	cells := make(map[key]map[float64]SimRow)
+	var effects []float64
+	for _, r := range rows {
+		if r.Probe {
+			continue
+		}
+		k := key{r.Model, r.Noise}
+		if cells[k] == nil {
+			order = append(order, k)
+			cells[k] = make(map[float64]SimRow)
+		}
+		cells[k][r.Effect] = r
+		if !slices.Contains(effects, r.Effect) {
+			effects = append(effects, r.Effect)
+		}
+	}
+	slices.Sort(effects)
+	var sb strings.Builder
+	sb.WriteString("| model | noise |")
+	for _, e := range effects {
+		if e == 0 {
+			sb.WriteString(" A/A |")
+		} else {
+			fmt.Fprintf(&sb, " %g%% |", 100*e)
+		}
+	}
+	sb.WriteString("\n|---|---|")
+	for range effects {
+		sb.WriteString("---|")
+	}
+	sb.WriteString("\n")
+	for _, k := range order {
+		fmt.Fprintf(&sb, "| %s | %s |", k.model, noiseName(k.noise))
+		for _, e := range effects {
+			r, ok := cells[k][e]
+			if !ok {
+				sb.WriteString(" - |")
+				continue
+			}
+			share := r.Different
+			if e == 0 {
+				share = r.Same
+			}
+			fmt.Fprintf(&sb, " %.1f / %.0f%% / %.0f%% |", r.MeanSamples, 100*float64(r.Early)/float64(r.Runs), 100*float64(share)/float64(r.Runs))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
 }

@@ -38,6 +38,13 @@ type Thresholds struct {
 	// which is now rank-based; it is kept so that saved thresholds (a
 	// bisection's state) keep their meaning, and is not used. Default 2000.
 	Resamples int
+	// Resolution is the unit of the measurement in the metric's own units:
+	// 1 for a count such as instructions executed, the tick of a clock.
+	// It floors each side's spread in the magnitude path (see
+	// MagnitudeAlpha), so that samples with no spread at all, as counts
+	// often are, still get a finite interval. Default 0: unknown, taken as
+	// the smallest gap between two distinct values of the samples.
+	Resolution float64
 	// NoisyRelStddev is the relative standard deviation (a fraction) above
 	// which a side is flagged as noisy. Default 0.10.
 	NoisyRelStddev float64
@@ -82,6 +89,9 @@ func (th Thresholds) WithDefaults() Thresholds {
 	}
 	if th.Resamples <= 0 {
 		th.Resamples = d.Resamples
+	}
+	if !(th.Resolution > 0) || math.IsInf(th.Resolution, 0) {
+		th.Resolution = 0
 	}
 	if th.NoisyRelStddev <= 0 {
 		th.NoisyRelStddev = d.NoisyRelStddev
