@@ -132,8 +132,11 @@ type Comparison struct {
 	// at this look (Thresholds.MagnitudeAlpha), 0 at a look where the path
 	// does not look.
 	MagnitudeAlpha float64
-	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
-	// is what LookAlpha is compared against.
+	// PMannWhitney and PKS are two-sided p-values; P is the smaller (as
+	// combined, see the package documentation), which is what LookAlpha is
+	// compared against. When the magnitude path alone found the
+	// difference, P is PMagnitude instead, so that reports show the
+	// p-value of the test that decided.
 	PMannWhitney, PKS, P float64
 	// LookAlpha is the significance level of this look (Thresholds.LookAlpha).
 	LookAlpha float64
@@ -233,9 +236,16 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	c.P = combineP(c.PMannWhitney, c.PKS)
 
 	c.Verdict = decide(c)
+	if c.Verdict.Different() && c.P >= lookAlpha {
+		// The magnitude path decided alone: report its p-value.
+		c.P = c.PMagnitude
+	}
 	if c.Verdict.Decided() {
 		// A magnitude decision needs no particular number of runs.
 		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, tooFewSamples) })
+		if len(c.Warnings) == 0 {
+			c.Warnings = nil // as when there was none, and as JSON gives it back
+		}
 	}
 	if c.P < lookAlpha && c.PMannWhitney >= lookAlpha && !c.Verdict.Different() {
 		c.Warnings = append(c.Warnings, fmt.Sprintf(
@@ -283,7 +293,7 @@ func decide(c Comparison) Verdict {
 	default:
 		return Unknown
 	}
-	if higher == (c.Direction == LowerIsBetter) {
+	if higher == (c.Direction != HigherIsBetter) { // "" is lower is better
 		return Regression
 	}
 	return Improvement

@@ -10,15 +10,18 @@ import (
 
 // The magnitude path: a Student t interval of the shift between the log
 // values of the two samples, which uses how far apart the runs are and not
-// only their order. The variance is pooled, with n_A+n_B-2 degrees of
-// freedom: under both hypotheses it must hold, no change (A and B runs
-// exchangeable) and a multiplicative change (B distributed as r·A), the two
-// sides' log values have the same spread, so Welch's correction for unequal
-// spreads would only cost power (with equal sizes the statistic is Welch's). Rank tests cannot decide early: at 5 runs per side the
+// only their order. Rank tests cannot decide early: at 5 runs per side the
 // smallest two-sided p of any rank test is 2/C(10,5) = 0.0079, at 3 runs
 // 0.1, however large the change. A t interval can, when the change is many
 // times the spread, as it is for a 2× slowdown at 10% noise or for a 0.5%
 // change of an instruction count whose runs differ by 0.01%.
+//
+// The variance is pooled, with n_A+n_B-2 degrees of freedom: under both
+// cases the interval must hold in, no change (the runs of A and B
+// exchangeable) and a multiplicative change (B distributed as r·A), the
+// two sides' log values have the same spread, so Welch's correction for
+// unequal spreads would only cost power (with equal sizes the statistic is
+// Welch's).
 //
 // It gets a small share of the error rates (magnitudeShare) and the rank
 // path the rest, so that the union bound holds the totals:
@@ -27,16 +30,18 @@ import (
 //   - an interval (the intersection of both) that misses the true ratio on
 //     one side, over all looks, at most (1-Confidence)/2.
 //
-// Its share is spread evenly (Bonferroni) over its looks, which are the
-// planned looks plus the first look at FirstLook runs per side; at each the
-// interval's one-sided level is MagnitudeAlpha. With the defaults that is
-// 0.1·0.005/7 = 7.1e-5, a level only an overwhelming difference reaches:
-// the path decides early and otherwise leaves the decision to the rank
-// tests. Student's t is exact for normal log values only; the seeded
-// simulation (sim.go) checks the rates in every noise model, heavy tails,
-// outliers, two modes, autocorrelation, drift and tied data included, and
-// the level is small enough that their departures from normality stay
-// within the share.
+// It looks only where the rank tests cannot decide: the first look (3 runs
+// per side) and the planned looks before the first at which a rank test
+// can reach its level (5 runs per side with the defaults; from 10 on the
+// rank tests decide alone). Its share is split over those looks, a quarter
+// to the first, and scaled by magnitudeCalibration: with the defaults the
+// interval's one-sided level is 3.75e-5 at 3 runs per side and 1.1e-4 at 5,
+// levels only an overwhelming difference reaches (about 13 and 6 standard
+// errors). Student's t is exact for normal log values only; the
+// calibration and the seeded simulation (sim.go, TestMagnitudeNullRate)
+// hold the path's false "different" rate within its share in every noise
+// model, heavy tails, outliers, two modes, autocorrelation, drift and tied
+// data included.
 //
 // Zero spread would divide by zero, so each side's variance of log values
 // is at least that of rounding to the measurement's resolution r, (r/m)²/12

@@ -187,6 +187,11 @@ type SimRow struct {
 	// those whose direction contradicts the truth (every Different is wrong
 	// when Effect is 0).
 	Different, Wrong, Same, Inconclusive int
+	// FalseSame counts Same verdicts for a true ratio at or beyond the
+	// edges of the band [1-MinEffect, 1+MinEffect]. A change "smaller by
+	// the effect" is a ratio of 1/(1+effect), which for an effect of
+	// exactly MinEffect lies inside the band: "same" is right for it.
+	FalseSame int
 	// Covered counts comparisons whose final interval [Lo, Hi] holds the
 	// true ratio of B to A.
 	Covered int
@@ -263,6 +268,7 @@ func Simulate(cfg SimConfig) []SimRow {
 		verdict   Verdict
 		wrong     bool
 		covered   bool
+		falseSame bool
 		n         int
 		relStddev float64
 	}
@@ -276,8 +282,8 @@ func Simulate(cfg SimConfig) []SimRow {
 			for j := range jobs {
 				row := rows[j.row]
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(j.row)<<32|uint64(j.rep)))
-				c, wrong, covered := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
-				outcomes <- outcome{j.row, c.Verdict, wrong, covered, min(c.A.N, c.B.N), c.A.RelStddev}
+				c, wrong, covered, falseSame := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
+				outcomes <- outcome{j.row, c.Verdict, wrong, covered, falseSame, min(c.A.N, c.B.N), c.A.RelStddev}
 			}
 		}()
 	}
@@ -307,6 +313,9 @@ func Simulate(cfg SimConfig) []SimRow {
 		if o.covered {
 			r.Covered++
 		}
+		if o.falseSame {
+			r.FalseSame++
+		}
 		r.MeanSamples += float64(o.n)
 		r.MaxSamples = max(r.MaxSamples, o.n)
 		if o.n <= th.StartSamples {
@@ -322,9 +331,10 @@ func Simulate(cfg SimConfig) []SimRow {
 }
 
 // simulateOne runs one sequential comparison and reports whether its
-// verdict is a difference in the wrong direction and whether its final
-// interval holds the true ratio.
-func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered bool) {
+// verdict is a difference in the wrong direction, whether its final
+// interval holds the true ratio and whether it is a false "same" (the true
+// ratio at or beyond the band's edges).
+func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered, falseSame bool) {
 	dir := LowerIsBetter
 	if rep%2 == 1 {
 		dir = HigherIsBetter
@@ -351,15 +361,16 @@ func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Th
 		c = Compare(a, b, dir, th)
 	}
 	covered = c.Lo <= factor && factor <= c.Hi
+	falseSame = c.Verdict == Same && (factor >= 1+th.MinEffect || factor <= 1-th.MinEffect)
 	if !c.Verdict.Different() {
-		return c, false, covered
+		return c, false, covered, falseSame
 	}
 	if effect == 0 {
-		return c, true, covered
+		return c, true, covered, false
 	}
 	bHigher := factor > 1
 	regression := bHigher == (dir == LowerIsBetter)
-	return c, regression != (c.Verdict == Regression), covered
+	return c, regression != (c.Verdict == Regression), covered, false
 }
 
 // FormatSimTable renders rows as Markdown: a summary line per model and
@@ -430,7 +441,7 @@ func FormatSimTable(rows []SimRow) string {
 		for _, e := range effects {
 			fmt.Fprintf(&sb, " %s |", pct(power[e].Different, power[e].Runs))
 		}
-		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].Same, same[1].Runs), pct(same[1.5].Same, same[1.5].Runs), pct(same[2].Same, same[2].Runs),
+		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].FalseSame, same[1].Runs), pct(same[1.5].FalseSame, same[1.5].Runs), pct(same[2].FalseSame, same[2].Runs),
 			pct(covered, runs), pct(inconclusive, runs), samples/float64(runs), wrong)
 	}
 
@@ -447,7 +458,7 @@ func FormatSimTable(rows []SimRow) string {
 		}
 		for i, m := range []float64{1, 1.5, 2} {
 			if r.Effect == m*r.MinEffect {
-				falseSame[i].n += r.Same
+				falseSame[i].n += r.FalseSame
 				falseSame[i].of += r.Runs
 			}
 		}
