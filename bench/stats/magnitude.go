@@ -65,7 +65,7 @@ const magnitudeShare = 0.1
 // 0.1%) and 0.32% for a bisection's 5% (share 0.5%) in 100,000 A/A
 // comparisons at each of 2%, 5% and 15% noise; every other model stays
 // further below (TestMagnitudeNullRate checks them all).
-const magnitudeCalibration = 0.3
+const magnitudeCalibration = 0.25
 
 // firstLook is the size per side of the first look when StartSamples is
 // larger: there only the magnitude path can decide.
