@@ -35,9 +35,9 @@ import (
 // can reach its level (5 runs per side with the defaults; from 10 on the
 // rank tests decide alone). Its share is split over those looks, a quarter
 // to the first, and scaled by magnitudeCalibration: with the defaults the
-// interval's one-sided level is 3.75e-5 at 3 runs per side and 1.1e-4 at 5,
-// levels only an overwhelming difference reaches (about 13 and 6 standard
-// errors). Student's t is exact for normal log values only; the
+// interval's one-sided level is 3.1e-5 at 3 runs per side and 9.4e-5 at 5,
+// levels only an overwhelming difference reaches (17.5 and 6.5 standard
+// errors; a bisection's alpha 0.05 gives 11.6 and 5.1). Student's t is exact for normal log values only; the
 // calibration and the seeded simulation (sim.go, TestMagnitudeNullRate)
 // hold the path's false "different" rate within its share in every noise
 // model, heavy tails, outliers, two modes, autocorrelation, drift and tied

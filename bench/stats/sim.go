@@ -498,7 +498,7 @@ func noiseName(s float64) string {
 	if s == 0 {
 		return "recorded"
 	}
-	return fmt.Sprintf("%g%%", 100*s)
+	return fmt.Sprintf("%.3g%%", 100*s)
 }
 
 // FormatSamplesTable renders rows as a Markdown table of the samples per
