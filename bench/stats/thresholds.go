@@ -22,8 +22,10 @@ type Thresholds struct {
 	// (0.03 = 3%). "Same" requires the interval inside [1-MinEffect,
 	// 1+MinEffect]. Default 0.03.
 	MinEffect float64
-	// StartSamples is the number of runs per side before the first look.
-	// Default 5.
+	// StartSamples is the number of runs per side of the first planned
+	// look (Looks). Default 5. The sampler looks once before it, at
+	// FirstLook (3) runs per side, where only the magnitude path can
+	// decide.
 	StartSamples int
 	// Batch is the number of runs per side added after an Unknown look.
 	// Default 5.
@@ -150,7 +152,8 @@ func minRankP(m, n int) float64 {
 
 // More returns how many runs to add per side before the next look: 0 when c
 // is decided or the budget is reached. The count brings the smaller side up
-// to the next planned look.
+// to the next planned look (after the first look at FirstLook runs per
+// side, StartSamples).
 func (th Thresholds) More(c Comparison) int {
 	if c.Verdict != Unknown {
 		return 0
