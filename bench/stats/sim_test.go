@@ -317,8 +317,16 @@ func TestMagnitudeNullRate(t *testing.T) {
 		sims, noises = 100000, studyNoises
 	}
 	models := append(slices.Clone(NoiseModels), TiedNoiseModels...)
+	seen := map[string]bool{}
 	for _, th := range []Thresholds{DefaultThresholds, simPlans["bisect"], simPlans["check"], countPlan} {
 		th = th.WithDefaults()
+		// Plans whose magnitude path looks alike (compare's, the check's
+		// and the counts': alpha 0.01, looks at 3 and 5) are simulated once.
+		key := fmt.Sprint(th.Alpha, th.magnitudeLooks(), th.MagnitudeAlpha(th.FirstLook()), th.Resolution)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		bound := magnitudeShare * th.Alpha
 		limit := bound + 2.33*math.Sqrt(bound*(1-bound)/float64(sims))
 		for i, m := range models {
