@@ -174,8 +174,8 @@ var (
 	countPlan    = Thresholds{MinEffect: 0.005}
 )
 
-// TestSampleSizes runs the study with -simulate.samples (about 15 minutes on
-// two cores):
+// TestSampleSizes runs the study with -simulate.samples (about a minute on
+// two busy cores):
 //
 //	go test ./bench/stats -run 'TestSampleSizes$' -simulate.samples -simulate.out /tmp/samples.md -v
 //
@@ -188,7 +188,7 @@ func TestSampleSizes(t *testing.T) {
 		t.Skip("the study of samples by effect size runs with -simulate.samples")
 	}
 	models := append(slices.Clone(NoiseModels), TiedNoiseModels...)
-	reps, nullReps := 200, 1000
+	reps, nullReps := 150, 1000
 	if *simReps > 0 {
 		reps = *simReps
 	}
