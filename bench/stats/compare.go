@@ -111,7 +111,7 @@ type Comparison struct {
 	// MedianRatio is median(B)/median(A), NaN when a median is not
 	// positive.
 	MedianRatio float64
-	// ShiftAlpha is the one-sided level of Lo and of Hi at this look.
+	// ShiftAlpha is the one-sided level of the rank limits at this look.
 	ShiftAlpha float64
 	// PSame is the p-value of the rank equivalence test: the larger of the
 	// one-sided Mann–Whitney p-values against a ratio at or below
@@ -124,9 +124,8 @@ type Comparison struct {
 	// test of the log values (each side's spread floored at the
 	// measurement's resolution); 1 when the path is not used (a value not
 	// positive, a look where the path does not look, or its interval
-	// disjoint from the rank interval). The path
-	// finds a difference when PMagnitude < 2·MagnitudeAlpha: its interval
-	// excludes 1.
+	// disjoint from the rank interval). The path finds a difference when
+	// PMagnitude < 2·MagnitudeAlpha: its interval excludes 1.
 	PMagnitude float64
 	// MagnitudeAlpha is the one-sided level of the magnitude path's limits
 	// at this look (Thresholds.MagnitudeAlpha), 0 at a look where the path
@@ -183,8 +182,6 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	slices.Sort(sb)
 	lookAlpha := th.LookAlpha(min(len(sa), len(sb)))
 	c := Comparison{
-		PMagnitude:     1,
-		MagnitudeAlpha: th.MagnitudeAlpha(min(len(sa), len(sb))),
 		Direction:      dir,
 		Ratio:          math.NaN(),
 		Lo:             math.NaN(),
@@ -192,6 +189,8 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		MedianRatio:    math.NaN(),
 		ShiftAlpha:     th.shiftAlpha(min(len(sa), len(sb))),
 		PSame:          1,
+		PMagnitude:     1,
+		MagnitudeAlpha: th.MagnitudeAlpha(min(len(sa), len(sb))),
 		Confidence:     th.Confidence,
 		PMannWhitney:   1,
 		PKS:            1,
@@ -218,13 +217,13 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		c.MedianRatio = c.B.Median / c.A.Median
 		sh := shiftInterval(sa, sb, c.ShiftAlpha, th.MinEffect)
 		c.Ratio, c.Lo, c.Hi, c.PSame = sh.ratio, sh.lo, sh.hi, sh.pSame
-		if c.MagnitudeAlpha == 0 {
-			// not a look of the magnitude path
-		} else if mg := magnitudeInterval(sa, sb, c.MagnitudeAlpha, th.Resolution); math.Max(c.Lo, mg.lo) <= math.Min(c.Hi, mg.hi) {
-			lo, hi := math.Max(c.Lo, mg.lo), math.Min(c.Hi, mg.hi)
-			c.Lo, c.Hi, c.PMagnitude = lo, hi, mg.p
-		} else {
-			c.Warnings = append(c.Warnings, "the t interval of the log values misses the rank interval (the runs are far from normal): judged by the rank tests alone")
+		if c.MagnitudeAlpha > 0 { // a look of the magnitude path
+			mg := magnitudeInterval(sa, sb, c.MagnitudeAlpha, th.Resolution)
+			if lo, hi := math.Max(c.Lo, mg.lo), math.Min(c.Hi, mg.hi); lo <= hi {
+				c.Lo, c.Hi, c.PMagnitude = lo, hi, mg.p
+			} else {
+				c.Warnings = append(c.Warnings, "the t interval of the log values misses the rank interval (the runs are far from normal): judged by the rank tests alone")
+			}
 		}
 	} else {
 		c.Warnings = append(c.Warnings, "values are not all positive, so there is no ratio of medians and no verdict")
