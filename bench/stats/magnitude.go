@@ -60,11 +60,12 @@ const magnitudeShare = 0.1
 // that needs it is the bimodal one: three runs of A in the fast mode and
 // three of B in the slow one (probability 2·0.7³·0.3³ = 1.9%) look like a
 // shift of 1.9 stddevs with little spread on either side, and at the
-// nominal levels the path's rate there is 2.3 times its share. At 0.3 of
-// the nominal level its rate is 0.087% for the default Alpha 1% (share
-// 0.1%) and 0.32% for a bisection's 5% (share 0.5%) in 100,000 A/A
-// comparisons at each of 2%, 5% and 15% noise; every other model stays
-// further below (TestMagnitudeNullRate checks them all).
+// nominal levels the path's rate there is 2.3 times its share. At a
+// quarter of the nominal level its rate is at most 0.085% for the default
+// Alpha 1% (share 0.1%) and 0.25% for a bisection's 5% (share 0.5%), in
+// 100,000 A/A comparisons at each of 0.01%, 2%, 5%, 10% and 15% noise;
+// every other model stays further below (TestMagnitudeNullRate checks them
+// all; docs/statistics.md has the table).
 const magnitudeCalibration = 0.25
 
 // firstLook is the size per side of the first look when StartSamples is
@@ -73,9 +74,10 @@ const firstLook = 3
 
 // FirstLook returns the number of runs per side of the first look:
 // min(3, StartSamples). The sampler takes these first; at 3 runs per side
-// only the magnitude path can decide (a difference of about 20 standard
-// errors or more, see MagnitudeAlpha), so the data decide whether the first
-// decision comes at 3 runs or later. More plans StartSamples next.
+// only the magnitude path can decide (a difference of 17.5 standard errors
+// or more with the defaults, see MagnitudeAlpha), so the data decide
+// whether the first decision comes at 3 runs or later. More plans
+// StartSamples next.
 func (th Thresholds) FirstLook() int {
 	th = th.WithDefaults()
 	return min(firstLook, th.StartSamples)
@@ -83,7 +85,7 @@ func (th Thresholds) FirstLook() int {
 
 // MagnitudeAlpha returns the one-sided level of the magnitude path's
 // interval at a look with n runs per side (the smaller side), 0 where the
-// path does not look. It looks where the rank tests cannot reach their
+// path does not look (also at sizes between its looks). It looks where the rank tests cannot reach their
 // level (2/C(2n, n) above LookAlpha(n)): the first look and, with the
 // defaults, the look at StartSamples, 3 and 5 runs per side. There its
 // share, magnitudeShare of the smaller of Alpha/2 and (1-Confidence)/2
