@@ -391,7 +391,7 @@ func orderReport(rows []orderRow) string {
 		fmt.Fprintf(&b, "  A/B ratio of medians per repetition: %s\n", strings.Join(ratios, " "))
 
 		// What compare would have decided on each repetition: the first
-		// look at StartSamples per side, then batches while unknown.
+		// look at FirstLook per side, then StartSamples, then batches while unknown.
 		for _, alpha := range []float64{0.05, 0.01} {
 			th := stats.DefaultThresholds
 			th.Alpha = alpha
@@ -402,7 +402,7 @@ func orderReport(rows []orderRow) string {
 				bb := orderValues(reps[id], val, func(r orderRow) bool { return r.side == "B" })
 				th.MaxSamples = min(len(a), len(bb))
 				var c stats.Comparison
-				for n := th.StartSamples; n <= th.MaxSamples; {
+				for n := th.FirstLook(); n <= th.MaxSamples; {
 					c = stats.Compare(a[:n], bb[:n], stats.LowerIsBetter, th)
 					more := th.More(c)
 					if more == 0 {

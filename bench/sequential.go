@@ -18,7 +18,7 @@ type Sampler interface {
 // samples of A (Targets[0]) and B interleaved in Order, in batches, a look
 // after each batch, until every judged metric has a verdict or the budget
 // is spent. Plan (the scenario's thresholds) plans the batches: its
-// StartSamples, its looks (stats.Thresholds.More), its MaxSamples and its
+// FirstLook, its looks (stats.Thresholds.More), its MaxSamples and its
 // MaxTime; Judge gives each metric's thresholds, which judge it. A metric
 // the scenario only records, and a statistic no sample had, wait for
 // nothing.
@@ -70,7 +70,7 @@ func (q *Sequential) Run(ctx context.Context, s Sampler) ([]MetricComparison, er
 	values := make([][2][]float64, len(specs))
 	out := make([]MetricComparison, len(specs))
 	start := now()
-	n, want := 0, q.Plan.StartSamples
+	n, want := 0, q.Plan.FirstLook()
 	for {
 		order := q.Order.Rounds(n, want-n)
 		for k, side := range order {

@@ -157,7 +157,7 @@ func TestBisect(t *testing.T) {
 				}
 			}
 			for _, c := range s.Culprits {
-				if c.Result == nil || c.Result.Worse <= 0 || c.Result.NA < 5 {
+				if c.Result == nil || c.Result.Worse <= 0 || c.Result.NA < testThresholds.FirstLook() {
 					t.Errorf("culprit %v lacks its check's evidence: %+v", c.Candidates, c.Result)
 				}
 				if len(c.Candidates) > 1 && c.Note == "" {
@@ -400,7 +400,7 @@ func (l *stepLab) Measure(ctx context.Context, t Target) (float64, error) {
 func TestDriftDoesNotConfound(t *testing.T) {
 	h := history(64, []int{5, 30}, map[int]float64{41: 0.2}, nil)
 	for _, window := range []int{DefaultWindow, 0} {
-		lab := &stepLab{detLab: newDetLab(h, 0.03), after: 60, slow: 0.3}
+		lab := &stepLab{detLab: newDetLab(h, 0.03), after: 40, slow: 0.3}
 		in := Inputs{Repo: "test", Good: h.Commits[0].Hash, Bad: h.Commits[len(h.Commits)-1].Hash, Metric: "elapsed",
 			Direction: stats.LowerIsBetter, Thresholds: testThresholds}
 		s, err := NewState(in, h.Commits, time.Time{})

@@ -575,7 +575,7 @@ func (s *State) judgeCheck(i int, now time.Time) (Action, bool) {
 // there and returns the comparison with verdict Unknown.
 func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed uint64, smaller func(stats.Comparison) bool) (int, *stats.Comparison) {
 	if *target == 0 {
-		*target = th.StartSamples
+		*target = th.FirstLook()
 	}
 	if side := nextSide(len(a), len(b), *target, seed); side >= 0 {
 		return side, nil

@@ -58,9 +58,9 @@ func TestUnmeasurableSkipped(t *testing.T) {
 		{"crash on the third sample", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 3}, [][]int{{8, 9}}},
 		{"crash on the tenth sample", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 10}, [][]int{{8, 9}}},
 		// After the search split 8..16 further: that work is dropped.
-		{"crash after splits beyond it", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 17}, [][]int{{8, 9}}},
+		{"crash after splits beyond it", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 13}, [][]int{{8, 9}}},
 		// In the check of the suspect 8..9: nothing is blamed.
-		{"crash during its check", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 35}, nil}, // the search asks 26 samples of 8, the check 15
+		{"crash during its check", history(17, nil, map[int]float64{9: 0.25}, nil), map[int]int{8: 18}, nil}, // the search asks 15 samples of 8, the check 5
 		{"two crashing commits", history(33, nil, map[int]float64{20: 0.25}, nil), map[int]int{16: 1, 19: 1}, [][]int{{19, 20}}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	mstats "github.com/aclements/go-moremath/stats"
 )
@@ -97,27 +98,44 @@ type Comparison struct {
 	A, B Summary
 	// Ratio estimates the ratio of B to A: the Hodges–Lehmann shift of the
 	// log values, exp(median of log b - log a over all pairs), which is
-	// median(B)/median(A) when B is A scaled. Lo and Hi bound its
-	// rank-based interval at this look's level ShiftAlpha per side, chosen
-	// so that the interval holds the true ratio with probability at least
-	// Confidence at whatever look the sampling stops. A look whose level no
-	// interval can reach (too few runs) has Lo 0 and Hi +Inf. All three are
+	// median(B)/median(A) when B is A scaled. Lo and Hi bound its interval:
+	// the intersection of the rank-based interval at this look's level
+	// ShiftAlpha per side and the magnitude path's t interval at
+	// MagnitudeAlpha per side, chosen so that the interval holds the true
+	// ratio with probability at least Confidence at whatever look the
+	// sampling stops. Before either can reach its level (too few runs, a
+	// change small against the spread) Lo is 0 and Hi +Inf. All three are
 	// NaN when a value is not positive.
 	Ratio, Lo, Hi float64
 	Confidence    float64
 	// MedianRatio is median(B)/median(A), NaN when a median is not
 	// positive.
 	MedianRatio float64
-	// ShiftAlpha is the one-sided level of Lo and of Hi at this look.
+	// ShiftAlpha is the one-sided level of the rank limits at this look.
 	ShiftAlpha float64
-	// PSame is the p-value of the equivalence test: the larger of the
+	// PSame is the p-value of the rank equivalence test: the larger of the
 	// one-sided Mann–Whitney p-values against a ratio at or below
 	// 1-MinEffect and against one at or above 1+MinEffect (two one-sided
-	// tests). PSame <= ShiftAlpha exactly when [Lo, Hi] lies inside
-	// (1-MinEffect, 1+MinEffect); that is the Same verdict.
+	// tests). PSame <= ShiftAlpha exactly when the rank interval lies inside
+	// (1-MinEffect, 1+MinEffect); that, or the intersection [Lo, Hi] inside
+	// it, is the Same verdict.
 	PSame float64
-	// PMannWhitney and PKS are two-sided p-values; P is the smaller, which
-	// is what LookAlpha is compared against.
+	// PMagnitude is the two-sided p-value of the magnitude path, Student's t
+	// test of the log values (each side's spread floored at the
+	// measurement's resolution); 1 when the path is not used (a value not
+	// positive, a look where the path does not look, or its interval
+	// disjoint from the rank interval). The path finds a difference when
+	// PMagnitude < 2·MagnitudeAlpha: its interval excludes 1.
+	PMagnitude float64
+	// MagnitudeAlpha is the one-sided level of the magnitude path's limits
+	// at this look (Thresholds.MagnitudeAlpha), 0 at a look where the path
+	// does not look.
+	MagnitudeAlpha float64
+	// PMannWhitney and PKS are two-sided p-values; P is the smaller (as
+	// combined, see the package documentation), which is what LookAlpha is
+	// compared against. When the magnitude path alone found the
+	// difference, P is PMagnitude instead, so that reports show the
+	// p-value of the test that decided.
 	PMannWhitney, PKS, P float64
 	// LookAlpha is the significance level of this look (Thresholds.LookAlpha).
 	LookAlpha float64
@@ -164,19 +182,21 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	slices.Sort(sb)
 	lookAlpha := th.LookAlpha(min(len(sa), len(sb)))
 	c := Comparison{
-		Direction:    dir,
-		Ratio:        math.NaN(),
-		Lo:           math.NaN(),
-		Hi:           math.NaN(),
-		MedianRatio:  math.NaN(),
-		ShiftAlpha:   th.shiftAlpha(min(len(sa), len(sb))),
-		PSame:        1,
-		Confidence:   th.Confidence,
-		PMannWhitney: 1,
-		PKS:          1,
-		P:            1,
-		LookAlpha:    lookAlpha,
-		MinEffect:    th.MinEffect,
+		Direction:      dir,
+		Ratio:          math.NaN(),
+		Lo:             math.NaN(),
+		Hi:             math.NaN(),
+		MedianRatio:    math.NaN(),
+		ShiftAlpha:     th.shiftAlpha(min(len(sa), len(sb))),
+		PSame:          1,
+		PMagnitude:     1,
+		MagnitudeAlpha: th.MagnitudeAlpha(min(len(sa), len(sb))),
+		Confidence:     th.Confidence,
+		PMannWhitney:   1,
+		PKS:            1,
+		P:              1,
+		LookAlpha:      lookAlpha,
+		MinEffect:      th.MinEffect,
 	}
 	if len(sa) > 0 {
 		c.A = summarizeSorted(sa)
@@ -197,6 +217,14 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 		c.MedianRatio = c.B.Median / c.A.Median
 		sh := shiftInterval(sa, sb, c.ShiftAlpha, th.MinEffect)
 		c.Ratio, c.Lo, c.Hi, c.PSame = sh.ratio, sh.lo, sh.hi, sh.pSame
+		if c.MagnitudeAlpha > 0 { // a look of the magnitude path
+			mg := magnitudeInterval(sa, sb, c.MagnitudeAlpha, th.Resolution)
+			if lo, hi := math.Max(c.Lo, mg.lo), math.Min(c.Hi, mg.hi); lo <= hi {
+				c.Lo, c.Hi, c.PMagnitude = lo, hi, mg.p
+			} else {
+				c.Warnings = append(c.Warnings, "the t interval of the log values misses the rank interval (the runs are far from normal): judged by the rank tests alone")
+			}
+		}
 	} else {
 		c.Warnings = append(c.Warnings, "values are not all positive, so there is no ratio of medians and no verdict")
 	}
@@ -207,15 +235,26 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	c.P = combineP(c.PMannWhitney, c.PKS)
 
 	c.Verdict = decide(c)
+	if c.Verdict.Different() && c.P >= lookAlpha {
+		// The magnitude path decided alone: report its p-value.
+		c.P = c.PMagnitude
+	}
+	if c.Verdict.Decided() {
+		// A magnitude decision needs no particular number of runs.
+		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, tooFewSamples) })
+		if len(c.Warnings) == 0 {
+			c.Warnings = nil // as when there was none, and as JSON gives it back
+		}
+	}
 	if c.P < lookAlpha && c.PMannWhitney >= lookAlpha && !c.Verdict.Different() {
 		c.Warnings = append(c.Warnings, fmt.Sprintf(
 			"the distributions differ in shape or spread (KS p=%.2g) but not clearly in location (Mann-Whitney p=%.2g)",
 			c.PKS, c.PMannWhitney))
 	}
-	if c.Verdict == Same && c.P < lookAlpha {
+	if c.Verdict == Same && (c.P < lookAlpha || c.magnitudeDiffers()) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf(
-			"a real change of %+.1f%% (p=%.2g) is smaller than min effect %.1f%%",
-			100*c.Change(), c.P, 100*th.MinEffect))
+			"a real change of %+.2g%% (p=%.2g) is smaller than min effect %.2g%%",
+			100*c.Change(), min(c.P, c.PMagnitude), 100*th.MinEffect))
 	}
 	if c.Verdict == Unknown && atBudget {
 		c.Verdict = Inconclusive
@@ -225,15 +264,23 @@ func Compare(a, b []float64, dir Direction, th Thresholds) Comparison {
 	return c
 }
 
+// magnitudeDiffers reports whether the magnitude path's interval excludes 1.
+func (c Comparison) magnitudeDiffers() bool { return c.PMagnitude < 2*c.MagnitudeAlpha }
+
 // decide applies the rules of the package documentation to the evidence.
 func decide(c Comparison) Verdict {
 	if math.IsNaN(c.Lo) {
 		return Unknown
 	}
-	if c.PSame <= c.ShiftAlpha { // [Lo, Hi] inside (1-MinEffect, 1+MinEffect)
+	// The rank interval inside (1-MinEffect, 1+MinEffect), or the
+	// intersection of both intervals; a limit at the edge, to rounding,
+	// does not count as inside.
+	const edge = 1e-9
+	inside := c.Lo > (1-c.MinEffect)*(1+edge) && c.Hi < (1+c.MinEffect)*(1-edge)
+	if c.PSame <= c.ShiftAlpha || inside {
 		return Same
 	}
-	if c.P >= c.LookAlpha {
+	if c.P >= c.LookAlpha && !c.magnitudeDiffers() {
 		return Unknown
 	}
 	var higher bool
@@ -245,18 +292,20 @@ func decide(c Comparison) Verdict {
 	default:
 		return Unknown
 	}
-	if higher == (c.Direction == LowerIsBetter) {
+	if higher == (c.Direction != HigherIsBetter) { // "" is lower is better
 		return Regression
 	}
 	return Improvement
 }
+
+const tooFewSamples = "too few samples"
 
 // sampleWarnings describes problems of the samples themselves.
 func sampleWarnings(c Comparison, sa, sb []float64, th Thresholds) []string {
 	var w []string
 	if need := MinSamples(c.LookAlpha); len(sa) < need || len(sb) < need {
 		w = append(w, fmt.Sprintf(
-			"too few samples (n=%d+%d): at least %d per side are needed before a difference can be significant",
+			tooFewSamples+" (n=%d+%d): at least %d per side are needed before a rank test can be significant",
 			len(sa), len(sb), need))
 	}
 	for _, side := range []struct {

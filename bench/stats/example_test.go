@@ -7,7 +7,7 @@ import (
 	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
-// A sampler's loop: measure StartSamples runs per side, then as many more as
+// A sampler's loop: measure FirstLook runs per side, then as many more as
 // More asks for, until the verdict is decided or the budget is spent.
 func ExampleThresholds_More() {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -16,7 +16,7 @@ func ExampleThresholds_More() {
 	th := stats.DefaultThresholds
 	var good, bad []float64
 	var c stats.Comparison
-	for more := th.StartSamples; more > 0; more = th.More(c) {
+	for more := th.FirstLook(); more > 0; more = th.More(c) {
 		for range more { // interleaved: good, bad, good, bad, ...
 			good = append(good, run(10.0))
 			bad = append(bad, run(11.0))
@@ -26,6 +26,7 @@ func ExampleThresholds_More() {
 	}
 	fmt.Printf("%+.0f%% worse [%.2f, %.2f]\n", 100*c.Worse(), c.Lo, c.Hi)
 	// Output:
+	// n=3: unknown
 	// n=5: unknown
 	// n=10: unknown
 	// n=15: unknown

@@ -229,9 +229,9 @@ func TestRealNoise(t *testing.T) {
 				return float64(count)/float64(r.Runs) <= bound+2.33*math.Sqrt(bound*(1-bound)/float64(r.Runs))
 			}
 			cell := fmt.Sprintf("%s plan, %s, effect %g%%", plan, r.Model, 100*r.Effect)
-			if r.Effect == r.MinEffect && !within(r.Same, shiftLevel(th.Confidence)) ||
-				r.Effect == 1.5*r.MinEffect && !within(r.Same, 0.05) || r.Effect == 2*r.MinEffect && !within(r.Same, 0.01) {
-				t.Errorf("%s: false same %d of %d", cell, r.Same, r.Runs)
+			if r.Effect == r.MinEffect && !within(r.FalseSame, shiftLevel(th.Confidence)) ||
+				r.Effect == 1.5*r.MinEffect && !within(r.FalseSame, 0.05) || r.Effect == 2*r.MinEffect && !within(r.FalseSame, 0.01) {
+				t.Errorf("%s: false same %d of %d", cell, r.FalseSame, r.Runs)
 			}
 			// The coverage guarantee assumes exchangeable runs; a recording
 			// whose sessions carry an order effect can break it. The full

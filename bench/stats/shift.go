@@ -169,25 +169,26 @@ var shiftBoundaries sync.Map // shiftKey -> []float64
 // use by default, at Confidence 0.95: compare's (DefaultThresholds) and a
 // bisection's endpoints and search (5 to 60 runs per side by 5,
 // bisect.DefaultThresholds), so that no process spends a second or two
-// calibrating them. TestPrecomputedShiftBoundary checks that calibrateShift
+// calibrating them, at the rank interval's share of the level
+// (rankShiftLevel). TestPrecomputedShiftBoundary checks that calibrateShift
 // still gives exactly these levels. The first look (5 per side) cannot
 // reach its level: its interval is unbounded.
 var precomputedShift = map[string][]float64{
 	"[5 10 15 20 25 30]": {
-		0.0021498115940336484, 0.0021498115940336484, 0.0021498115940336484,
-		0.0021498115940336484, 0.0021498115940336484, 0.021498115940336484,
+		0.0019262962259264948, 0.0019262962259264948, 0.0019262962259264948,
+		0.0019262962259264948, 0.0019262962259264948, 0.019262962259264948,
 	},
 	"[5 10 15 20 25 30 35 40 45 50 55 60]": {
-		0.001943103336292191, 0.001943103336292191, 0.001943103336292191,
-		0.001943103336292191, 0.001943103336292191, 0.001943103336292191,
-		0.001943103336292191, 0.001943103336292191, 0.001943103336292191,
-		0.001943103336292191, 0.001943103336292191, 0.019431033362921908,
+		0.0017712338022658172, 0.0017712338022658172, 0.0017712338022658172,
+		0.0017712338022658172, 0.0017712338022658172, 0.0017712338022658172,
+		0.0017712338022658172, 0.0017712338022658172, 0.0017712338022658172,
+		0.0017712338022658172, 0.0017712338022658172, 0.01771233802265817,
 	},
 }
 
 func init() {
 	for looks, alphas := range precomputedShift {
-		shiftBoundaries.Store(shiftKey{shiftLevel(DefaultThresholds.Confidence), looks}, alphas)
+		shiftBoundaries.Store(shiftKey{rankShiftLevel(DefaultThresholds.Confidence), looks}, alphas)
 	}
 }
 
@@ -195,12 +196,18 @@ func init() {
 // interval may exclude the true ratio.
 func shiftLevel(confidence float64) float64 { return (1 - confidence) / 2 }
 
+// rankShiftLevel is the rank interval's share of shiftLevel; the magnitude
+// path's interval has the rest (magnitude.go).
+func rankShiftLevel(confidence float64) float64 {
+	return (1 - magnitudeShare) * shiftLevel(confidence)
+}
+
 // shiftAlpha returns the one-sided level of the interval at a look with n
 // values per side (the smaller side), chosen as LookAlpha chooses.
 func (th Thresholds) shiftAlpha(n int) float64 {
 	th = th.WithDefaults()
 	looks := th.Looks()
-	key := shiftKey{shiftLevel(th.Confidence), fmt.Sprint(looks)}
+	key := shiftKey{rankShiftLevel(th.Confidence), fmt.Sprint(looks)}
 	v, ok := shiftBoundaries.Load(key)
 	if !ok {
 		v, _ = shiftBoundaries.LoadOrStore(key, calibrateShift(key.level, looks))

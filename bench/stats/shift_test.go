@@ -133,7 +133,7 @@ func TestShiftBoundaryHoldsLevel(t *testing.T) {
 	for _, th := range []Thresholds{DefaultThresholds, {StartSamples: 4, Batch: 2, MaxSamples: 16, Confidence: 0.9}} {
 		th = th.WithDefaults()
 		looks := th.Looks()
-		level := shiftLevel(th.Confidence)
+		level := rankShiftLevel(th.Confidence)
 		cuts := make([]int, len(looks))
 		for k, n := range looks {
 			cuts[k] = cutCount(mwCDF(n, n), th.shiftAlpha(n))
@@ -182,7 +182,7 @@ func TestPrecomputedShiftBoundary(t *testing.T) {
 		if looks != "[5 10 15 20 25 30]" {
 			th.MaxSamples = 60
 		}
-		if got := calibrateShift(shiftLevel(th.Confidence), th.Looks()); !slices.Equal(got, want) {
+		if got := calibrateShift(rankShiftLevel(th.Confidence), th.Looks()); !slices.Equal(got, want) {
 			t.Errorf("calibrateShift(%s) = %v, stored %v: update precomputedShift", looks, got, want)
 		}
 	}
@@ -197,7 +197,7 @@ func TestShiftBonferroniFallback(t *testing.T) {
 			spent += a
 		}
 	}
-	if level := shiftLevel(th.Confidence); spent > level*(1+1e-12) || spent < 0.99*level {
+	if level := rankShiftLevel(th.Confidence); spent > level*(1+1e-12) || spent < 0.99*level {
 		t.Errorf("looks %v spend %v of %v", looks, spent, level)
 	}
 }

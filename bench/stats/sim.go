@@ -116,10 +116,27 @@ var NoiseModels = []NoiseModel{
 	},
 }
 
-// NoiseModelNamed returns the model of NoiseModels called name.
+// TiedNoiseModels are measurements with ties, as counts are: instructions
+// executed, rows, pages. Simulate uses them when SimConfig.Models names
+// them; the study of samples by effect size (sim_test.go) does.
+var TiedNoiseModels = []NoiseModel{
+	{
+		Name:  "tied",
+		About: "1 + s·round(Z): every run on a grid of step s, most runs tied with others",
+		Draw:  func(r *rand.Rand, s float64) float64 { return 1 + s*math.Round(r.NormFloat64()) },
+	},
+	{
+		Name:  "constant",
+		About: "1: every run gives exactly the same value (s is ignored), a deterministic count",
+		Draw:  func(*rand.Rand, float64) float64 { return 1 },
+	},
+}
+
+// NoiseModelNamed returns the model of NoiseModels or TiedNoiseModels
+// called name.
 func NoiseModelNamed(name string) (NoiseModel, error) {
 	var names []string
-	for _, m := range NoiseModels {
+	for _, m := range append(slices.Clone(NoiseModels), TiedNoiseModels...) {
 		if m.Name == name {
 			return m, nil
 		}
@@ -170,19 +187,28 @@ type SimRow struct {
 	// those whose direction contradicts the truth (every Different is wrong
 	// when Effect is 0).
 	Different, Wrong, Same, Inconclusive int
+	// FalseSame counts Same verdicts for a true ratio at or beyond the
+	// edges of the band [1-MinEffect, 1+MinEffect]. A change "smaller by
+	// the effect" is a ratio of 1/(1+effect), which for an effect of
+	// exactly MinEffect lies inside the band: "same" is right for it.
+	FalseSame int
 	// Covered counts comparisons whose final interval [Lo, Hi] holds the
 	// true ratio of B to A.
 	Covered int
 	// MeanSamples is the mean number of runs per side when the comparison
 	// stopped.
 	MeanSamples float64
+	// MaxSamples is the largest number of runs per side any comparison of
+	// the cell took; Early counts the comparisons that stopped with at most
+	// StartSamples runs per side (5 by default).
+	MaxSamples, Early int
 	// RelStddev is the mean relative stddev of the baseline samples as
 	// measured, to show how noisy the model really is.
 	RelStddev float64
 }
 
 // Simulate runs seeded sequential comparisons exactly as a sampler would:
-// StartSamples per side, then Batch more per side while Thresholds.More
+// FirstLook per side, then up to StartSamples, then Batch more per side while Thresholds.More
 // asks, up to MaxSamples, taking the runs in the sampler's order A B B A.
 // Half the comparisons use LowerIsBetter and half HigherIsBetter, and half
 // make B larger by 1+effect while half make it smaller by the same factor,
@@ -242,6 +268,7 @@ func Simulate(cfg SimConfig) []SimRow {
 		verdict   Verdict
 		wrong     bool
 		covered   bool
+		falseSame bool
 		n         int
 		relStddev float64
 	}
@@ -255,8 +282,8 @@ func Simulate(cfg SimConfig) []SimRow {
 			for j := range jobs {
 				row := rows[j.row]
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(j.row)<<32|uint64(j.rep)))
-				c, wrong, covered := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
-				outcomes <- outcome{j.row, c.Verdict, wrong, covered, min(c.A.N, c.B.N), c.A.RelStddev}
+				c, wrong, covered, falseSame := simulateOne(rng, models[row.Model], row.Noise, row.Effect, j.rep, th)
+				outcomes <- outcome{j.row, c.Verdict, wrong, covered, falseSame, min(c.A.N, c.B.N), c.A.RelStddev}
 			}
 		}()
 	}
@@ -286,7 +313,14 @@ func Simulate(cfg SimConfig) []SimRow {
 		if o.covered {
 			r.Covered++
 		}
+		if o.falseSame {
+			r.FalseSame++
+		}
 		r.MeanSamples += float64(o.n)
+		r.MaxSamples = max(r.MaxSamples, o.n)
+		if o.n <= th.StartSamples {
+			r.Early++
+		}
 		r.RelStddev += o.relStddev
 	}
 	for i := range rows {
@@ -297,9 +331,10 @@ func Simulate(cfg SimConfig) []SimRow {
 }
 
 // simulateOne runs one sequential comparison and reports whether its
-// verdict is a difference in the wrong direction and whether its final
-// interval holds the true ratio.
-func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered bool) {
+// verdict is a difference in the wrong direction, whether its final
+// interval holds the true ratio and whether it is a false "same" (the true
+// ratio at or beyond the band's edges).
+func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Thresholds) (c Comparison, wrong, covered, falseSame bool) {
 	dir := LowerIsBetter
 	if rep%2 == 1 {
 		dir = HigherIsBetter
@@ -311,7 +346,7 @@ func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Th
 	draw := m.Source(rng, s)
 	var a, b []float64
 	c = Comparison{Verdict: Unknown}
-	for more := th.StartSamples; more > 0; more = th.More(c) {
+	for more := th.FirstLook(); more > 0; more = th.More(c) {
 		for range more {
 			// A B, then B A: the order of the sampler, which makes a
 			// steady drift hit both sides alike.
@@ -326,15 +361,16 @@ func simulateOne(rng *rand.Rand, m NoiseModel, s, effect float64, rep int, th Th
 		c = Compare(a, b, dir, th)
 	}
 	covered = c.Lo <= factor && factor <= c.Hi
+	falseSame = c.Verdict == Same && (factor >= 1+th.MinEffect || factor <= 1-th.MinEffect)
 	if !c.Verdict.Different() {
-		return c, false, covered
+		return c, false, covered, falseSame
 	}
 	if effect == 0 {
-		return c, true, covered
+		return c, true, covered, false
 	}
 	bHigher := factor > 1
 	regression := bHigher == (dir == LowerIsBetter)
-	return c, regression != (c.Verdict == Regression), covered
+	return c, regression != (c.Verdict == Regression), covered, false
 }
 
 // FormatSimTable renders rows as Markdown: a summary line per model and
@@ -405,7 +441,7 @@ func FormatSimTable(rows []SimRow) string {
 		for _, e := range effects {
 			fmt.Fprintf(&sb, " %s |", pct(power[e].Different, power[e].Runs))
 		}
-		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].Same, same[1].Runs), pct(same[1.5].Same, same[1.5].Runs), pct(same[2].Same, same[2].Runs),
+		fmt.Fprintf(&sb, " %s | %s | %s | %s | %s | %.1f | %d |\n", pct(same[1].FalseSame, same[1].Runs), pct(same[1.5].FalseSame, same[1.5].Runs), pct(same[2].FalseSame, same[2].Runs),
 			pct(covered, runs), pct(inconclusive, runs), samples/float64(runs), wrong)
 	}
 
@@ -422,7 +458,7 @@ func FormatSimTable(rows []SimRow) string {
 		}
 		for i, m := range []float64{1, 1.5, 2} {
 			if r.Effect == m*r.MinEffect {
-				falseSame[i].n += r.Same
+				falseSame[i].n += r.FalseSame
 				falseSame[i].of += r.Runs
 			}
 		}
@@ -462,5 +498,66 @@ func noiseName(s float64) string {
 	if s == 0 {
 		return "recorded"
 	}
-	return fmt.Sprintf("%g%%", 100*s)
+	return fmt.Sprintf("%.3g%%", 100*s)
+}
+
+// FormatSamplesTable renders rows as a Markdown table of the samples per
+// side by effect size: one line per model and noise level, one column per
+// effect, each cell the mean number of runs per side at the verdict, the
+// share of comparisons that stopped within StartSamples runs per side and
+// the share that ended "different" (for effect 0, "same").
+func FormatSamplesTable(rows []SimRow) string {
+	type key struct {
+		model string
+		noise float64
+	}
+	var order []key
+	cells := make(map[key]map[float64]SimRow)
+	var effects []float64
+	for _, r := range rows {
+		if r.Probe {
+			continue
+		}
+		k := key{r.Model, r.Noise}
+		if cells[k] == nil {
+			order = append(order, k)
+			cells[k] = make(map[float64]SimRow)
+		}
+		cells[k][r.Effect] = r
+		if !slices.Contains(effects, r.Effect) {
+			effects = append(effects, r.Effect)
+		}
+	}
+	slices.Sort(effects)
+	var sb strings.Builder
+	sb.WriteString("| model | noise |")
+	for _, e := range effects {
+		if e == 0 {
+			sb.WriteString(" A/A |")
+		} else {
+			fmt.Fprintf(&sb, " %g%% |", 100*e)
+		}
+	}
+	sb.WriteString("\n|---|---|")
+	for range effects {
+		sb.WriteString("---|")
+	}
+	sb.WriteString("\n")
+	for _, k := range order {
+		fmt.Fprintf(&sb, "| %s | %s |", k.model, noiseName(k.noise))
+		for _, e := range effects {
+			r, ok := cells[k][e]
+			if !ok {
+				sb.WriteString(" - |")
+				continue
+			}
+			share := r.Different
+			if e == 0 {
+				share = r.Same
+			}
+			fmt.Fprintf(&sb, " %.1f / %.0f%% / %.0f%% |", r.MeanSamples, 100*float64(r.Early)/float64(r.Runs), 100*float64(share)/float64(r.Runs))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
 }

@@ -22,8 +22,10 @@ type Thresholds struct {
 	// (0.03 = 3%). "Same" requires the interval inside [1-MinEffect,
 	// 1+MinEffect]. Default 0.03.
 	MinEffect float64
-	// StartSamples is the number of runs per side before the first look.
-	// Default 5.
+	// StartSamples is the number of runs per side of the first planned
+	// look (Looks). Default 5. The sampler looks once before it, at
+	// FirstLook (3) runs per side, where only the magnitude path can
+	// decide.
 	StartSamples int
 	// Batch is the number of runs per side added after an Unknown look.
 	// Default 5.
@@ -38,6 +40,13 @@ type Thresholds struct {
 	// which is now rank-based; it is kept so that saved thresholds (a
 	// bisection's state) keep their meaning, and is not used. Default 2000.
 	Resamples int
+	// Resolution is the unit of the measurement in the metric's own units:
+	// 1 for a count such as instructions executed, the tick of a clock.
+	// It floors each side's spread in the magnitude path (see
+	// MagnitudeAlpha), so that samples with no spread at all, as counts
+	// often are, still get a finite interval. Default 0: unknown, taken as
+	// the smallest gap between two distinct values of the samples.
+	Resolution float64
 	// NoisyRelStddev is the relative standard deviation (a fraction) above
 	// which a side is flagged as noisy. Default 0.10.
 	NoisyRelStddev float64
@@ -82,6 +91,9 @@ func (th Thresholds) WithDefaults() Thresholds {
 	}
 	if th.Resamples <= 0 {
 		th.Resamples = d.Resamples
+	}
+	if !(th.Resolution > 0) || math.IsInf(th.Resolution, 0) {
+		th.Resolution = 0
 	}
 	if th.NoisyRelStddev <= 0 {
 		th.NoisyRelStddev = d.NoisyRelStddev
@@ -140,7 +152,8 @@ func minRankP(m, n int) float64 {
 
 // More returns how many runs to add per side before the next look: 0 when c
 // is decided or the budget is reached. The count brings the smaller side up
-// to the next planned look.
+// to the next planned look (after the first look at FirstLook runs per
+// side, StartSamples).
 func (th Thresholds) More(c Comparison) int {
 	if c.Verdict != Unknown {
 		return 0

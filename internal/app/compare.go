@@ -169,7 +169,7 @@ func comparePoint(ctx context.Context, r *bench.Runner, sc *bench.Scenario, targ
 	}
 	th := sc.Thresholds(base, nil, flags)
 	var count [2]int // samples per side
-	want := th.StartSamples
+	want := th.FirstLook()
 	start := time.Now()
 	q := &bench.Sequential{
 		Scenario: sc, Point: pt, Targets: targets, Order: order, Plan: th,

@@ -66,7 +66,7 @@ func TestCompareSameBuild(t *testing.T) {
 		if c.Verdict.Different() {
 			t.Errorf("%s: A/A comparison judged %s (ratio %.3f [%.3f, %.3f], p %.4f)", m.Name, c.Verdict, c.Ratio, c.Lo, c.Hi, c.P)
 		}
-		if c.A.N < stats.DefaultThresholds.StartSamples || c.A.N != c.B.N || c.A.N > 10 {
+		if c.A.N < stats.DefaultThresholds.FirstLook() || c.A.N != c.B.N || c.A.N > 10 {
 			t.Errorf("%s: n = %d+%d, want equal sides between the start and the budget", m.Name, c.A.N, c.B.N)
 		}
 	}
