@@ -75,6 +75,14 @@ type State struct {
 	// (see CurrentPlan). States saved before plans existed have 0 and
 	// continue with the rules they began with.
 	Plan int `json:"plan,omitempty"`
+	// Exhaustive turns off, from Plan 3, the stop when the culprits
+	// explain the change (see explain.go): every range beside a culprit
+	// is judged. Set by 'pgbisect bisect --exhaustive'; it can be set
+	// when the bisection is resumed, not cleared.
+	Exhaustive bool `json:"exhaustive,omitempty"`
+	// Explained is set when the search stopped because its suspects
+	// explained the endpoints' change, with the evidence.
+	Explained *Explanation `json:"explained,omitempty"`
 
 	// Machine is the machine taking the samples now, Moves the moves from
 	// one machine to another, and MachineFrom the index in Samples, per
