@@ -198,3 +198,48 @@ func (s *State) recheckExplained(now time.Time) {
 		s.Unjudged = append(s.Unjudged, r)
 	}
 }
+
+// SetExhaustive turns off the stop when the culprits explain the change,
+// in the bisection and each of its searches, from now on: a decision
+// already made stands.
+func (s *State) SetExhaustive() {
+	for _, sub := range append([]*State{s}, s.Searches()...) {
+		sub.Exhaustive = true
+	}
+}
+
+// halvesExplain reports, from Plan 3, whether the halves of pair k (kids),
+// none of them a regression, together show the change k was followed for
+// to be smaller than the minimum effect: their changes multiplied, the
+// upper end of the interval below it. Then no half is forced: the
+// regression of k was noise or is made of changes each below the minimum
+// effect, and k is left as an unresolved range (see unresolved).
+func (s *State) halvesExplain(k int, kids []int, now time.Time) bool {
+	if s.Plan < explainPlan || s.Exhaustive || len(kids) != 2 {
+		return false
+	}
+	var parts []*Result
+	for _, c := range kids {
+		parts = append(parts, s.Pairs[c].Result)
+	}
+	one := &Result{Ratio: 1, Lo: 1, Hi: 1}
+	ex, ok := s.explanation(one, parts)
+	if !ok {
+		return false
+	}
+	// The halves' combined change is the remainder's inverse here: its
+	// worse end is the remainder's better one.
+	worseLo, worseHi := ex.Combined.Lo-1, ex.Combined.Hi-1
+	if s.Inputs.Direction == stats.HigherIsBetter {
+		worseLo, worseHi = 1-ex.Combined.Hi, 1-ex.Combined.Lo
+	}
+	if worseHi >= s.Inputs.Thresholds.MinEffect && (worseLo > 0 || k != 0) {
+		return false
+	}
+	if !s.Pairs[k].Unexplained {
+		s.Pairs[k].Unexplained = true
+		s.logf(now, "explained", s.Commits[s.Pairs[k].Right].Hash, "neither half of %s..%s is a regression and together they change it by %s, less than the minimum effect of %.3g%%: no half is followed",
+			s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), ex.Combined, 100*s.Inputs.Thresholds.MinEffect)
+	}
+	return true
+}

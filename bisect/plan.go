@@ -364,7 +364,7 @@ func (s *State) force(k int, now time.Time) bool {
 			best, bestP = c, p.Result.P
 		}
 	}
-	if best < 0 {
+	if best < 0 || s.halvesExplain(k, kids, now) {
 		return false
 	}
 	p := &s.Pairs[best]
@@ -797,6 +797,9 @@ func (s *State) unresolved() []Range {
 		}
 		if same == 2 {
 			add(k, "both halves were judged the same: the regression may be noise, or made of changes each smaller than the minimum effect")
+		}
+		if p.Unexplained {
+			add(k, "neither half is a regression, and together they change it by less than the minimum effect: the regression may be noise, or made of changes each smaller than the minimum effect")
 		}
 	}
 	for _, ch := range s.Checks {

@@ -333,6 +333,11 @@ type Pair struct {
 	// out to be unmeasurable: the pair is forgotten, and the pair it was
 	// split from is split again elsewhere (see MarkUnmeasurable).
 	Dropped bool `json:"dropped,omitempty"`
+	// Unexplained is set on a followed pair (Plan 3) neither of whose
+	// halves is a regression and whose halves together change it by less
+	// than the minimum effect: no half is forced, and the pair is left as
+	// an unresolved range (see halvesExplain).
+	Unexplained bool `json:"unexplained,omitempty"`
 }
 
 // Check re-verifies a suspect: the commits Right back to Left+1 hold a

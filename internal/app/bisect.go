@@ -155,6 +155,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 			if req.ReuseSamples {
 				st.SetWindow(0)
 			}
+			if req.Exhaustive {
+				st.SetExhaustive()
+			}
 			st.MaxTime = req.MaxTime
 			switch {
 			case req.profileGuided() && st.Curve == nil:
@@ -180,6 +183,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		j.setJob(st.ID)
 	}
 	bisectBound(st, req.MaxTime, sink)
+	if req.Exhaustive && !st.Exhaustive && !st.Done() {
+		st.SetExhaustive()
+		sink.note("--exhaustive: every range beside the culprits is judged from here on")
+	}
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, sink: sink}
