@@ -76,6 +76,10 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 	if g := s.GuideSummary(); g != "" {
 		f.Warnings = append(f.Warnings, g)
 	}
+	if ex := s.Explained; ex != nil && ex.Confirmed {
+		f.Warnings = append(f.Warnings, fmt.Sprintf("the culprits explain the endpoints' change: endpoints %s, culprits together %s (fresh samples), the rest %s, at worst %+.1f%%, under the minimum effect of %.3g%%; %d range(s) beside them not judged. Caveat: %s",
+			ex.Endpoints, ex.Recheck.Combined, ex.Recheck.Remainder, 100*ex.Recheck.Bound, 100*s.Inputs.Thresholds.MinEffect, len(ex.Ranges), bisect.Caveat))
+	}
 	for _, u := range s.Unresolved {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("unresolved range %s: %s", s.RangeName(u), u.Note))
 	}
