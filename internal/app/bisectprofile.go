@@ -222,3 +222,16 @@ func bisectFramePointers(on bool, sink Sink, log *slog.Logger, repo *build.Repo,
 	fb.BuildAs = b.BuildAs
 	return fb
 }
+
+// wanted reports whether profileCulprits would profile a culprit of f.
+func (j bisectProfileJob) wanted(f *finding.Finding) bool {
+	if j.Runs <= 0 {
+		return false
+	}
+	for _, c := range f.Culprits {
+		if !c.IsRange() && c.Verified && c.Parent.Hash != "" {
+			return true
+		}
+	}
+	return false
+}

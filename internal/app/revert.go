@@ -39,7 +39,7 @@ type RevertInputs struct {
 // does not change the finding. A bisection checked before (resumed) keeps
 // its checks.
 func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Finding) []finding.RevertCheck {
-	if in.Skip || (f.Kind != finding.Regression && f.Kind != finding.Improvement) || len(f.Culprits) == 0 {
+	if !in.wanted(f) {
 		return nil
 	}
 	saved := filepath.Join(in.StateDir, "reverts", in.ID+".json")
@@ -203,4 +203,9 @@ func stringSeed(s string) uint64 {
 		h = (h ^ uint64(s[i])) * 1099511628211
 	}
 	return h
+}
+
+// wanted reports whether RevertChecks would check anything of f.
+func (in RevertInputs) wanted(f *finding.Finding) bool {
+	return !in.Skip && (f.Kind == finding.Regression || f.Kind == finding.Improvement) && len(f.Culprits) > 0
 }
