@@ -210,12 +210,21 @@ func (s *State) SetExhaustive() {
 
 // halvesExplain reports, from Plan 3, whether the halves of pair k (kids),
 // none of them a regression, together show the change k was followed for
-// to be smaller than the minimum effect: their changes multiplied, the
-// upper end of the interval below it. Then no half is forced: the
+// to be smaller than the minimum effect (their changes multiplied, the
+// upper end of the interval below it) or, for the endpoints, not worse at
+// all (the lower end at or below no change). Then no half is forced: the
 // regression of k was noise or is made of changes each below the minimum
-// effect, and k is left as an unresolved range (see unresolved).
+// effect, k is left as an unresolved range (see unresolved), and the
+// ranges deferred beside it are not judged. The decision is kept
+// (Pair.Unexplained).
 func (s *State) halvesExplain(k int, kids []int, now time.Time) bool {
-	if s.Plan < explainPlan || s.Exhaustive || len(kids) != 2 {
+	if s.Plan < explainPlan {
+		return false
+	}
+	if s.Pairs[k].Unexplained {
+		return true // decided before; a merged pair judged since changes nothing
+	}
+	if s.Exhaustive || len(kids) != 2 {
 		return false
 	}
 	var parts []*Result
@@ -233,13 +242,18 @@ func (s *State) halvesExplain(k int, kids []int, now time.Time) bool {
 	if s.Inputs.Direction == stats.HigherIsBetter {
 		worseLo, worseHi = 1-ex.Combined.Hi, 1-ex.Combined.Lo
 	}
-	if worseHi >= s.Inputs.Thresholds.MinEffect && (worseLo > 0 || k != 0) {
+	why := fmt.Sprintf("less than the minimum effect of %.3g%%", 100*s.Inputs.Thresholds.MinEffect)
+	switch {
+	case worseHi < s.Inputs.Thresholds.MinEffect:
+	case k == 0 && worseLo <= 0:
+		// The first split: its halves, sampled afresh, do not reproduce
+		// the endpoints' regression at all.
+		why = "not shown worse at all: the endpoints' regression is not reproduced"
+	default:
 		return false
 	}
-	if !s.Pairs[k].Unexplained {
-		s.Pairs[k].Unexplained = true
-		s.logf(now, "explained", s.Commits[s.Pairs[k].Right].Hash, "neither half of %s..%s is a regression and together they change it by %s, less than the minimum effect of %.3g%%: no half is followed",
-			s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), ex.Combined, 100*s.Inputs.Thresholds.MinEffect)
-	}
+	s.Pairs[k].Unexplained = true
+	s.logf(now, "explained", s.Commits[s.Pairs[k].Right].Hash, "neither half of %s..%s is a regression and together they change it by %s, %s: no half is followed",
+		s.Commits[s.Pairs[k].Left].Short(), s.Commits[s.Pairs[k].Right].Short(), ex.Combined, why)
 	return true
 }

@@ -300,6 +300,9 @@ func (s *State) mergeDeferred(now time.Time) bool {
 // about a smaller regression of its own).
 func (s *State) deferred(k int) bool {
 	p := s.Pairs[k]
+	if s.Plan >= explainPlan && p.Parent >= 0 && s.Pairs[p.Parent].Unexplained {
+		return false // the regression it lay beside was not reproduced
+	}
 	return p.Deferred && !p.Dropped && (p.Verdict == VerdictPending || p.Verdict == VerdictSmaller)
 }
 
@@ -347,7 +350,9 @@ func (s *State) force(k int, now time.Time) bool {
 	}
 	var kids []int
 	for c := k + 1; c < len(s.Pairs); c++ {
-		if s.Pairs[c].Parent == k && !s.Pairs[c].Dropped {
+		if s.Pairs[c].Parent == k && !s.Pairs[c].Dropped && !(s.Plan >= explainPlan && s.Pairs[c].Merged) {
+			// From Plan 3 a merged pair, judged by its own rule, is no
+			// half to force.
 			kids = append(kids, c)
 		}
 	}
