@@ -260,3 +260,42 @@ func TestExplainedCaveat(t *testing.T) {
 		}
 	}
 }
+
+// curveLab measures the lab's history at every point alike.
+type curveLab struct{ *lab }
+
+func (l curveLab) MeasureAt(ctx context.Context, t bisect.Target, _ string) (float64, error) {
+	return l.Measure(ctx, t)
+}
+
+// TestExplainedCaveatCurve: in a bisection of several points, each point
+// whose search stopped when explained has its own line and caveat.
+func TestExplainedCaveatCurve(t *testing.T) {
+	l := newLab(40, []int{3, 20}, map[int]float64{17: 0.3}, nil, nil)
+	in := bisect.Inputs{Repo: "test", Good: l.commits[0].Hash, Bad: l.commits[39].Hash, Scenario: "/x/copy-single.yaml",
+		Metric: "elapsed", Direction: stats.LowerIsBetter, Points: []string{"clients=1", "clients=2"},
+		Thresholds: stats.Thresholds{Alpha: 0.05, MinEffect: 0.10, MaxSamples: 20}}
+	s, err := bisect.NewCurveState(in, l.commits, time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&bisect.Engine{Builder: l, Measurer: curveLab{l}}).Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	md := notify.Markdown(finding.FromBisection(s, finding.Report{}), notify.Options{})
+	explained := 0
+	for _, sub := range s.Searches() {
+		if sub.Explained != nil && sub.Explained.Confirmed {
+			explained++
+			if !strings.Contains(md, "at "+sub.Inputs.Point+": the culprits explain the endpoints' change") {
+				t.Errorf("the report lacks %s's line", sub.Inputs.Point)
+			}
+		}
+	}
+	if explained == 0 {
+		t.Fatalf("no point stopped when explained: %s", s.Summary)
+	}
+	if n := strings.Count(md, "cancel each other"); n != explained {
+		t.Errorf("%d caveats for %d points stopped when explained", n, explained)
+	}
+}
