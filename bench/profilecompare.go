@@ -33,8 +33,16 @@ var errNoProfiler = errors.New("no profiler")
 // taken and the comparison's warnings say why. An error means a sample
 // itself failed (or ctx ended).
 func CompareProfiles(ctx context.Context, r *Runner, rec profile.Recorder, sc *Scenario, base, culprit Target, pt Point, runs int, order Order, onSample func(Sample)) (*ProfileComparison, error) {
-	if runs < 1 {
-		return nil, fmt.Errorf("profiled runs: %d, want at least 1", runs)
+	return CompareProfilesUntil(ctx, r, rec, sc, base, culprit, pt, runs, runs, nil, order, onSample)
+}
+
+// CompareProfilesUntil is CompareProfiles in looks: first runs of each
+// side, then one more of each at a time up to most, until decided holds
+// for the comparison so far (nil: never, so most runs are taken).
+func CompareProfilesUntil(ctx context.Context, r *Runner, rec profile.Recorder, sc *Scenario, base, culprit Target, pt Point, first, most int,
+	decided func(profile.Diff) bool, order Order, onSample func(Sample)) (*ProfileComparison, error) {
+	if first < 1 || most < first {
+		return nil, fmt.Errorf("profiled runs: %d then up to %d, want at least 1 and first at most the most", first, most)
 	}
 	saved := r.Profiler
 	r.Profiler = &rec
@@ -43,30 +51,39 @@ func CompareProfiles(ctx context.Context, r *Runner, rec profile.Recorder, sc *S
 	targets := []Target{base, culprit}
 	var sides [2][]profile.Profile
 	var stopped string
-	seq, next := order.Rounds(0, runs), 0
-	err := Interleave(ctx, r, sc, targets, pt, seq, func(s Sample) error {
-		// Interleave runs the samples in seq's order, so the position
-		// says the side even when both targets have the same name.
-		side := seq[next]
-		next++
-		p := profile.Profile{Warning: "the run has no profile"}
-		if s.Profile != nil {
-			p = *s.Profile
+	var diff profile.Diff
+	for n, want := 0, first; ; {
+		seq, next := order.Rounds(n, want-n), 0
+		err := Interleave(ctx, r, sc, targets, pt, seq, func(s Sample) error {
+			// Interleave runs the samples in seq's order, so the position
+			// says the side even when both targets have the same name.
+			side := seq[next]
+			next++
+			p := profile.Profile{Warning: "the run has no profile"}
+			if s.Profile != nil {
+				p = *s.Profile
+			}
+			sides[side] = append(sides[side], p)
+			if onSample != nil {
+				onSample(s)
+			}
+			if len(sides[0])+len(sides[1]) == 1 && p.Samples == 0 && p.Warning != "" {
+				stopped = p.Warning
+				return errNoProfiler
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errNoProfiler) {
+			return nil, fmt.Errorf("profiled runs: %w", err)
 		}
-		sides[side] = append(sides[side], p)
-		if onSample != nil {
-			onSample(s)
+		n = want
+		diff = profile.Compare(sides[0], sides[1])
+		if stopped != "" || want >= most || (decided != nil && decided(diff)) {
+			break
 		}
-		if len(sides[0])+len(sides[1]) == 1 && p.Samples == 0 && p.Warning != "" {
-			stopped = p.Warning
-			return errNoProfiler
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errNoProfiler) {
-		return nil, fmt.Errorf("profiled runs: %w", err)
+		want++
 	}
-	pc := &ProfileComparison{Diff: profile.Compare(sides[0], sides[1]), Base: profile.Merge(sides[0]), Culprit: profile.Merge(sides[1])}
+	pc := &ProfileComparison{Diff: diff, Base: profile.Merge(sides[0]), Culprit: profile.Merge(sides[1])}
 	if stopped != "" {
 		pc.Diff.Warnings = []string{stopped + "; no further profiled runs were taken"}
 	}

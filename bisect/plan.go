@@ -104,7 +104,7 @@ func (s *State) next(now time.Time) Action {
 func (s *State) searchStep(now time.Time) (Action, bool) {
 	for {
 		act, ok := s.searchPass(now)
-		if !ok || !s.mergeDeferred(now) {
+		if !ok || s.explain(now) || !s.mergeDeferred(now) {
 			return act, ok
 		}
 	}
@@ -177,10 +177,31 @@ func (p Pair) followed() bool {
 // a wrong blame: a culprit is only ever blamed by a check with fresh
 // samples.
 func (s *State) settle(k int, now time.Time) {
+	if s.firstNewer(k) {
+		if p := &s.Pairs[k]; p.Verdict == VerdictSmaller && !p.Deferred {
+			p.Deferred = true
+			s.logf(now, "defer", s.Commits[p.Right].Hash, "%s..%s is smaller than the endpoints' change too: both halves of the first split are judged again at the end",
+				s.Commits[p.Left].Short(), s.Commits[p.Right].Short())
+		}
+		return
+	}
 	if !s.olderHalf(k) {
 		return
 	}
 	p, sib := s.Pairs[k], &s.Pairs[k+1]
+	if s.Plan >= explainPlan && p.Parent == 0 {
+		// The first split judges its newer half too (firstNewer): an
+		// endpoints' regression that neither half holds was noise, or is
+		// made of parts, and is judged again as one merged pair instead of
+		// being followed down a chain of inferences.
+		if p.Verdict == VerdictSmaller && !p.Deferred {
+			s.Pairs[k].Deferred = true
+		}
+		if p.Verdict == VerdictRegression {
+			sib.Deferred = true
+		}
+		return
+	}
 	switch p.Verdict {
 	case VerdictSame, VerdictSmaller:
 		what := "the same"
@@ -194,6 +215,20 @@ func (s *State) settle(k int, now time.Time) {
 	case VerdictRegression:
 		sib.Deferred = true
 	}
+}
+
+// firstNewer reports whether pair k is, from Plan 3, the newer half of the
+// first split, judged after its older half was judged the same or smaller:
+// it is judged with the rule of an older half (VerdictSmaller against the
+// endpoints' change), so that a regression neither half holds is not
+// followed down a chain of inferences.
+func (s *State) firstNewer(k int) bool {
+	if s.Plan < explainPlan || k < 2 {
+		return false
+	}
+	p, old := s.Pairs[k], s.Pairs[k-1]
+	return p.Parent == 0 && old.Parent == 0 && old.Right == p.Left && !p.Merged && !p.Dropped && !old.Dropped &&
+		(old.Verdict == VerdictSame || old.Verdict == VerdictSmaller)
 }
 
 // olderHalf reports whether pair k is, under Plan 1, the older half of a
@@ -265,6 +300,9 @@ func (s *State) mergeDeferred(now time.Time) bool {
 // about a smaller regression of its own).
 func (s *State) deferred(k int) bool {
 	p := s.Pairs[k]
+	if s.Plan >= explainPlan && p.Parent >= 0 && s.Pairs[p.Parent].Unexplained {
+		return false // the regression it lay beside was not reproduced
+	}
 	return p.Deferred && !p.Dropped && (p.Verdict == VerdictPending || p.Verdict == VerdictSmaller)
 }
 
@@ -312,7 +350,9 @@ func (s *State) force(k int, now time.Time) bool {
 	}
 	var kids []int
 	for c := k + 1; c < len(s.Pairs); c++ {
-		if s.Pairs[c].Parent == k && !s.Pairs[c].Dropped {
+		if s.Pairs[c].Parent == k && !s.Pairs[c].Dropped && !(s.Plan >= explainPlan && s.Pairs[c].Merged) {
+			// From Plan 3 a merged pair, judged by its own rule, is no
+			// half to force.
 			kids = append(kids, c)
 		}
 	}
@@ -329,7 +369,7 @@ func (s *State) force(k int, now time.Time) bool {
 			best, bestP = c, p.Result.P
 		}
 	}
-	if best < 0 {
+	if best < 0 || s.halvesExplain(k, kids, now) {
 		return false
 	}
 	p := &s.Pairs[best]
@@ -454,7 +494,7 @@ func (s *State) judgePair(k int, now time.Time) (Action, bool) {
 		p.From = s.SamplesTaken
 	}
 	var smaller func(stats.Comparison) bool
-	if olderHalf := s.olderHalf(k); olderHalf || p.Merged {
+	if olderHalf := s.olderHalf(k) || s.firstNewer(k); olderHalf || p.Merged {
 		// The older half of a split need not be shown the same: it is
 		// enough to show that it does not hold its parent's regression,
 		// whose change is theta; its own smaller regressions are looked
@@ -498,8 +538,11 @@ const (
 
 // CurrentPlan is State.Plan of a new bisection. Plan 0 judges both halves
 // of every split; Plan 1 judges the older half and infers or defers the
-// newer one (see searchStep).
-const CurrentPlan = 1
+// newer one (see searchStep); Plan 3 (2 was an experiment, not kept)
+// judges both halves of the first split against the endpoints' change
+// (firstNewer) and stops when the suspects explain the endpoints' change
+// (explain.go) unless State.Exhaustive.
+const CurrentPlan = 3
 
 // DefaultWindow is State.Window of a new bisection: every search
 // comparison is judged on samples of both sides taken interleaved since
@@ -672,6 +715,7 @@ func (s *State) startChecks(now time.Time) {
 func (s *State) finish(now time.Time) {
 	s.checkResults()
 	s.Unresolved = s.unresolved()
+	s.recheckExplained(now)
 
 	switch {
 	case len(s.Culprits) > 0:
@@ -683,6 +727,10 @@ func (s *State) finish(now time.Time) {
 		s.Summary = fmt.Sprintf("%d culprit(s) of the %s regression (%s), worst first: %s", len(s.Culprits), s.Inputs.Metric, s.better(), strings.Join(parts, ", "))
 		if len(s.Unresolved) > 0 {
 			s.Summary += fmt.Sprintf("; %d range(s) could not be narrowed within the budget", len(s.Unresolved))
+		}
+		if ex := s.Explained; ex != nil && ex.Confirmed {
+			s.Summary += fmt.Sprintf("; they explain the endpoints' change (the rest %s, at worst %+.1f%%), so the %d range(s) beside them were not judged",
+				ex.Recheck.Remainder, 100*ex.Recheck.Bound, len(ex.Ranges))
 		}
 	default:
 		s.Outcome = OutcomeUnresolved
@@ -754,6 +802,9 @@ func (s *State) unresolved() []Range {
 		}
 		if same == 2 {
 			add(k, "both halves were judged the same: the regression may be noise, or made of changes each smaller than the minimum effect")
+		}
+		if p.Unexplained {
+			add(k, "neither half is a regression, and together they change it by less than the minimum effect: the regression may be noise, or made of changes each smaller than the minimum effect")
 		}
 	}
 	for _, ch := range s.Checks {

@@ -48,6 +48,9 @@ type SimConfig struct {
 	// Plan is the bisection's State.Plan: 0 takes CurrentPlan, -1 plan 0
 	// (both halves of every split judged, as bisections before plans did).
 	Plan int
+	// Exhaustive is the bisection's State.Exhaustive: no stop when the
+	// culprits explain the change.
+	Exhaustive bool
 	// Hints models a profile of the endpoints pointing the search at
 	// commits (State.Hints); zero: no hints.
 	Hints SimHints
@@ -374,6 +377,7 @@ func simulate(cfg SimConfig, seed uint64) (SimRun, *State, *SimHistory, error) {
 		s.Plan = max(cfg.Plan, 0)
 	}
 	s.MaxTime = cfg.MaxTime
+	s.Exhaustive = cfg.Exhaustive
 	lab.sampleTime, lab.buildTime = cfg.SampleTime, cfg.BuildTime
 	e := &Engine{Builder: lab, Measurer: lab, Now: func() time.Time { return lab.clock }}
 	if cfg.Hints.On() {

@@ -22,6 +22,7 @@ var (
 	simOnly  = flag.String("simrows", "", "comma-separated row numbers (from 1) of the simulation table to run; empty: all")
 	simPrev  = flag.Bool("simbefore", false, "run the table with the planner before issue 21 (plan 0, fresh samples only)")
 	simSeed  = flag.Uint64("simseed", 0, "added to every row's seed (fresh seeds: 5000)")
+	simPlan  = flag.Int("simplan", 0, "run the table with this plan (State.Plan; 0: CurrentPlan)")
 )
 
 // simRows are the families of the README's simulation table.
@@ -74,6 +75,9 @@ func TestSimulationTable(t *testing.T) {
 		}
 		if *simPrev {
 			cfg.Plan, cfg.Window = -1, 1
+		}
+		if *simPlan > 0 {
+			cfg.Plan = *simPlan
 		}
 		row, err := SimulateRow(cfg, *simRuns, uint64(i+1)+*simSeed, runtime.NumCPU())
 		if err != nil {

@@ -75,6 +75,14 @@ type State struct {
 	// (see CurrentPlan). States saved before plans existed have 0 and
 	// continue with the rules they began with.
 	Plan int `json:"plan,omitempty"`
+	// Exhaustive turns off, from Plan 3, the stop when the culprits
+	// explain the change (see explain.go): every range beside a culprit
+	// is judged. Set by 'pgbisect bisect --exhaustive'; it can be set
+	// when the bisection is resumed, not cleared.
+	Exhaustive bool `json:"exhaustive,omitempty"`
+	// Explained is set when the search stopped because its suspects
+	// explained the endpoints' change, with the evidence.
+	Explained *Explanation `json:"explained,omitempty"`
 
 	// Machine is the machine taking the samples now, Moves the moves from
 	// one machine to another, and MachineFrom the index in Samples, per
@@ -325,6 +333,11 @@ type Pair struct {
 	// out to be unmeasurable: the pair is forgotten, and the pair it was
 	// split from is split again elsewhere (see MarkUnmeasurable).
 	Dropped bool `json:"dropped,omitempty"`
+	// Unexplained is set on a followed pair (Plan 3) neither of whose
+	// halves is a regression and whose halves together change it by less
+	// than the minimum effect: no half is forced, and the pair is left as
+	// an unresolved range (see halvesExplain).
+	Unexplained bool `json:"unexplained,omitempty"`
 }
 
 // Check re-verifies a suspect: the commits Right back to Left+1 hold a

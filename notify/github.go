@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,8 @@ type api struct {
 	listComments  func(ctx context.Context, owner, repo string, number int, opts *github.IssueListCommentsOptions) ([]*github.IssueComment, *github.Response, error)
 	createIssue   func(ctx context.Context, owner, repo string, req *github.IssueRequest) (*github.Issue, *github.Response, error)
 	createComment func(ctx context.Context, owner, repo string, number int, c *github.IssueComment) (*github.IssueComment, *github.Response, error)
+	editIssue     func(ctx context.Context, owner, repo string, number int, req *github.IssueRequest) (*github.Issue, *github.Response, error)
+	editComment   func(ctx context.Context, owner, repo string, id int64, c *github.IssueComment) (*github.IssueComment, *github.Response, error)
 }
 
 func apiOf(c *github.Client) api {
@@ -94,6 +97,8 @@ func apiOf(c *github.Client) api {
 		listComments:  c.Issues.ListComments,
 		createIssue:   c.Issues.Create,
 		createComment: c.Issues.CreateComment,
+		editIssue:     c.Issues.Edit,
+		editComment:   c.Issues.EditComment,
 	}
 }
 
@@ -240,6 +245,47 @@ func (p *Poster) PostFinding(ctx context.Context, f *finding.Finding, done []fin
 			slog.Int("issue", post.Issue), slog.String("url", post.URL))
 	}
 	return made, nil
+}
+
+// UpdateFinding replaces the body of each post already made for f (posts,
+// as recorded) with f's report as it is now: the issue a post created is
+// edited, the comment a post made is edited. Nothing new is posted, so a
+// finding updated after it was posted (the revert checks and profiles that
+// follow a bisection's answer) is not posted twice. It returns the posts
+// it edited.
+func (p *Poster) UpdateFinding(ctx context.Context, f *finding.Finding, posts []finding.Post) ([]finding.Post, error) {
+	if !p.canLookup {
+		return nil, errors.New("GITHUB_TOKEN is not set: export a token that may edit issues and comments in the repository")
+	}
+	var edited []finding.Post
+	for _, t := range Targets(f) {
+		i := slices.IndexFunc(posts, func(pst finding.Post) bool { return pst.Key == t.Key })
+		if i < 0 {
+			continue
+		}
+		pst := posts[i]
+		body := github.String(p.Body(f, t))
+		var err error
+		switch {
+		case pst.Action == finding.ActionCreated && pst.Issue > 0:
+			err = p.do(ctx, fmt.Sprintf("editing issue #%d", pst.Issue), func(a api) error {
+				_, _, err := a.editIssue(ctx, p.owner, p.repo, pst.Issue, &github.IssueRequest{Body: body})
+				return err
+			})
+		case pst.Action == finding.ActionCommented && pst.CommentID > 0:
+			err = p.do(ctx, fmt.Sprintf("editing comment %d on issue #%d", pst.CommentID, pst.Issue), func(a api) error {
+				_, _, err := a.editComment(ctx, p.owner, p.repo, pst.CommentID, &github.IssueComment{Body: body})
+				return err
+			})
+		default:
+			continue // skipped: nothing was posted
+		}
+		if err != nil {
+			return edited, fmt.Errorf("updating the post of finding %s (%s): %w", f.ID, t.Key, err)
+		}
+		edited = append(edited, pst)
+	}
+	return edited, nil
 }
 
 func (p *Poster) postTarget(ctx context.Context, f *finding.Finding, t Target) (finding.Post, error) {

@@ -413,3 +413,41 @@ func TestPostSameCulpritTwiceInOneRun(t *testing.T) {
 		t.Errorf("want one issue with one comment about copy-wide; have %d issues", len(g.issues()))
 	}
 }
+
+// TestUpdateFindingEditsItsPosts: a finding posted (one culprit's issue
+// created, the other's an existing issue commented on) and then updated
+// (the revert checks that follow a bisection's answer) edits the issue it
+// created and the comment it made, with the new report, and posts nothing
+// new.
+func TestUpdateFindingEditsItsPosts(t *testing.T) {
+	g := newFakeGitHub(t)
+	p, _ := g.poster(t)
+	g.addIssue(title9f, "opened by hand", []string{"pgbisect"}, "open", false) // #1
+	f := twoCulprits()
+	out := outboxWith(t, f)
+	d := deliver(t, p, out)
+	if len(d.Failed) > 0 || len(d.Posts) != 2 || d.Posts[0].Action != finding.ActionCommented || d.Posts[1].Action != finding.ActionCreated {
+		t.Fatalf("posts %+v, failed %v", d.Posts, d.Failed)
+	}
+	g.takeCalls()
+	f.Reverts = []finding.RevertCheck{{Culprits: []finding.Commit{f.Culprits[0].Commit}, Skipped: "an update after the answer"}}
+	edited, err := p.UpdateFinding(context.Background(), f, d.Posts)
+	if err != nil || len(edited) != 2 {
+		t.Fatalf("edited %+v: %v", edited, err)
+	}
+	want := []string{"PATCH " + basePath + "/comments/" + fmt.Sprint(d.Posts[0].CommentID), "PATCH " + basePath + "/2"}
+	if got := g.takeCalls(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+	if len(g.issues()) != 2 || len(g.issue(1).Comments) != 1 {
+		t.Fatalf("an update posted something new: %d issues, %d comments on #1", len(g.issues()), len(g.issue(1).Comments))
+	}
+	for _, body := range []string{g.issue(1).Comments[0].Body, g.issue(2).Body} {
+		if !strings.Contains(body, "an update after the answer") {
+			t.Errorf("post not updated: %.300s", body)
+		}
+	}
+	if g.Edits != 1 || g.IssueEdits != 1 {
+		t.Errorf("%d comment edits and %d issue edits, want 1 each", g.Edits, g.IssueEdits)
+	}
+}

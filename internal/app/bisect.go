@@ -158,6 +158,9 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 			if req.ReuseSamples {
 				st.SetWindow(0)
 			}
+			if req.Exhaustive {
+				st.SetExhaustive()
+			}
 			st.MaxTime = req.MaxTime
 			switch {
 			case req.profileGuided() && st.Curve == nil:
@@ -183,6 +186,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		j.setJob(st.ID)
 	}
 	bisectBound(st, req.MaxTime, sink)
+	if req.Exhaustive && !st.Exhaustive && !st.Done() {
+		st.SetExhaustive()
+		sink.note("--exhaustive: every range beside the culprits is judged from here on")
+	}
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, sink: sink}
@@ -234,7 +241,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		return nil, fmt.Errorf("%w (everything measured is saved: resume with 'pgbisect bisect --resume %s')", err, st.ID)
 	}
 
-	// Report.
+	// The answer first: the finding is saved, its report written and, when
+	// asked for, posted as soon as the bisection has its answer; the
+	// extras (the culprits' profiles and revert checks) follow and update
+	// the finding, its report and its post.
 	opts := builder.Options()
 	f := finding.FromBisection(st, finding.Report{
 		Branch: a.opts.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(st),
@@ -245,36 +255,22 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	if req.ProfileRuns != nil {
 		runs = *req.ProfileRuns
 	}
-	bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
-		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc, Point: point}.profileCulprits(ctx, f)
-	f.Reverts = RevertChecks(ctx, sink, RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
-		Thresholds: st.Inputs.Thresholds, StateDir: a.opts.StateDir, ID: st.ID, Skip: req.NoRevertCheck}, f)
-	var box *store.Store
-	var adder notify.Adder
-	if !req.report {
-		if box, err = a.Outbox(ctx, sink); err != nil {
-			return nil, err
+	profiles := bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
+		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc, Point: point}
+	reverts := RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
+		Thresholds: st.Inputs.Thresholds, StateDir: a.opts.StateDir, ID: st.ID, Skip: req.NoRevertCheck}
+	var extras func(*finding.Finding)
+	if profiles.wanted(f) || reverts.wanted(f) {
+		extras = func(f *finding.Finding) {
+			profiles.profileCulprits(ctx, f)
+			f.Reverts = RevertChecks(ctx, sink, reverts, f)
 		}
-		adder = box
 	}
-	dir, err := notify.Publish(ctx, notify.ReportsDir(a.opts.StateDir), f, adder)
+	dir, err := a.answerFirst(ctx, st, f, req, sink, extras)
 	if err != nil {
 		return nil, err
 	}
-	out := &BisectResult{State: st, Finding: f, ReportDir: dir}
-	switch {
-	case box == nil:
-	case req.Post:
-		if err := a.post(ctx, box, f.ID, sink); err != nil {
-			sink.note("pgbisect bisect: not posted: %v; the finding waits in %s: run 'pgbisect post --pending' to retry", err, a.StoreName())
-		}
-	default:
-		// Kept, but not queued for posting: nobody asked for it.
-		if err := results.SettleFinding(ctx, f.ID); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return &BisectResult{State: st, Finding: f, ReportDir: dir}, nil
 }
 
 // bisectMachine names the machine a bisection's samples are taken on: the
@@ -410,4 +406,123 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// answerFirst delivers a bisection's answer f before its extras: it saves
+// the finding (unless req.report leaves that to the caller), writes its
+// report, tells sink (KindAnswer) and, with req.Post, posts it; then it
+// runs extras (nil: none), which update f, and saves, writes and, when it
+// was posted, edits the post again (notify.Poster.UpdateFinding), so a
+// finding is posted once however often it is updated. It returns the
+// report's directory.
+func (a *App) answerFirst(ctx context.Context, st *bisect.State, f *finding.Finding, req BisectRequest, sink Sink, extras func(*finding.Finding)) (string, error) {
+	var box *store.Store
+	var adder notify.Adder
+	if !req.report {
+		var err error
+		if box, err = a.Outbox(ctx, sink); err != nil {
+			return "", err
+		}
+		adder = box
+	}
+	dir, err := notify.Publish(ctx, notify.ReportsDir(a.opts.StateDir), f, adder)
+	if err != nil {
+		return "", err
+	}
+	sink.emit(Event{Kind: KindAnswer, Bisection: st.ID, Finding: f.ID, Text: answerText(st, f, dir, extras != nil)})
+	if box != nil && !req.Post {
+		// Kept, but not queued for posting: nobody asked for it (an
+		// update keeps it settled).
+		if err := box.SettleFinding(ctx, f.ID); err != nil {
+			return "", err
+		}
+	}
+	posted := false
+	if box != nil && req.Post {
+		if err := a.post(ctx, box, f.ID, sink); err != nil {
+			sink.note("pgbisect bisect: not posted: %v; the finding waits in %s: run 'pgbisect post --pending' to retry", err, a.StoreName())
+		} else {
+			posted = true
+		}
+	}
+	if extras == nil {
+		return dir, nil
+	}
+	extras(f)
+	if err := ctx.Err(); err != nil {
+		// The answer is saved; the extras run again when the bisection
+		// is resumed.
+		return "", fmt.Errorf("%w (the answer is saved as finding %s; resume with 'pgbisect bisect --resume %s' for its profiles and revert checks)", err, f.ID, st.ID)
+	}
+	if dir, err = notify.Publish(ctx, notify.ReportsDir(a.opts.StateDir), f, adder); err != nil {
+		return "", err
+	}
+	sink.note("finding %s updated with its %s", f.ID, extrasDone(f))
+	if posted {
+		if err := a.updatePost(ctx, box, f.ID, sink); err != nil {
+			sink.note("pgbisect bisect: the post was not updated: %v; 'pgbisect post --pending' does not repeat it, 'pgbisect report %s' shows the finding as it is now", err, st.ID)
+		}
+	}
+	return dir, nil
+}
+
+// answerText is a bisection's answer as a person watching is shown it,
+// before its extras: the outcome, each culprit, where the report is, and
+// what follows.
+func answerText(st *bisect.State, f *finding.Finding, dir string, extras bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "answer: %s: %s", st.Outcome, st.Summary)
+	for i, c := range f.Culprits {
+		fmt.Fprintf(&b, "\n  culprit %d: %s %s", i+1, c.Commit.ShortHash(), c.Commit.Subject)
+		if len(c.Comparisons) > 0 {
+			fmt.Fprintf(&b, " (%+.1f%% against %s)", 100*(c.Comparisons[0].Ratio-1), c.Parent.ShortHash())
+		}
+	}
+	fmt.Fprintf(&b, "\n  finding %s saved: %s", f.ID, filepath.Join(dir, notify.ReportMarkdown))
+	if extras {
+		b.WriteString("\n  the culprits' profiles and revert checks follow and update it")
+	}
+	return b.String()
+}
+
+// extrasDone names what the extras added to f.
+func extrasDone(f *finding.Finding) string {
+	var parts []string
+	for _, c := range f.Culprits {
+		if c.Profile != nil {
+			parts = append(parts, "profiles")
+			break
+		}
+	}
+	if len(f.Reverts) > 0 {
+		parts = append(parts, "revert checks")
+	}
+	if len(parts) == 0 {
+		return "extras (none could be taken)"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// updatePost edits the posts of finding id, recorded in box, to show the
+// finding as it is now (notify.Poster.UpdateFinding).
+func (a *App) updatePost(ctx context.Context, box *store.Store, id string, sink Sink) error {
+	p, err := notify.NewPoster(a.opts.GitHub)
+	if err != nil {
+		return err
+	}
+	p.Log = a.log
+	unlock, err := box.Lock(ctx, store.PostLock)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := box.LoadFinding(ctx, id)
+	if err != nil {
+		return err
+	}
+	edited, err := p.UpdateFinding(ctx, cur.Finding, cur.Posts)
+	for _, pst := range edited {
+		sink.note("updated: %s", PostLine(pst))
+	}
+	return err
 }

@@ -353,6 +353,9 @@ func bisectReproduce(st *bisect.State) string {
 	if in.FirstParent {
 		parts = append(parts, "--first-parent")
 	}
+	if st.Exhaustive {
+		parts = append(parts, "--exhaustive")
+	}
 	parts = append(parts, "--min-effect", fmt.Sprint(in.Thresholds.MinEffect), "--max-samples", fmt.Sprint(in.Thresholds.MaxSamples),
 		"--alpha", fmt.Sprint(in.Thresholds.Alpha))
 	parts = append(parts, setFlags(in.Set)...)

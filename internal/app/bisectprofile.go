@@ -16,10 +16,25 @@ import (
 	"github.com/pgbisect/pgbisect/notify"
 )
 
-// DefaultProfileRuns is the profiled runs each side of a confirmed culprit
-// gets unless --profile-runs says otherwise: 5 a side lets the rank test
-// reach p = 0.008.
+// DefaultProfileRuns is the most profiled runs each side of a confirmed
+// culprit gets unless --profile-runs says otherwise: 5 a side lets the
+// rank test reach p = 0.008.
 const DefaultProfileRuns = 5
+
+// ProfileFirstRuns is the profiled runs each side of a culprit gets
+// before the first look: 4 is the fewest at which the rank test can show a
+// function's growth (p = 0.029 < 0.05). The runs stop there when the
+// function whose self share grew most is shown to have grown (profileDecided);
+// otherwise one more run a side at a time, up to the profile runs asked for.
+const ProfileFirstRuns = 4
+
+// profileDecided reports whether a profile comparison has shown where the
+// time went: the function whose self share grew most grew in every
+// culprit run against every parent run beyond chance (p < 0.05).
+func profileDecided(d profile.Diff) bool {
+	top := d.TopGrowers(1, false)
+	return len(top) == 1 && top[0].PSelf < 0.05
+}
 
 // bisectProfileJob is what profiling the culprits of a finished bisection
 // needs; the bisection's own runner and builder are reused, so the builds
@@ -162,11 +177,15 @@ func (j bisectProfileJob) profile(ctx context.Context, parent, culprit, svg, int
 		}
 		targets[i] = t.(bisectTarget).Target
 	}
+	first := min(ProfileFirstRuns, j.Runs)
 	if intro == "" {
 		intro = fmt.Sprintf("==> where the time went: profiling %s against its parent %s, %d runs each", targets[1].Name, targets[0].Name, j.Runs)
+		if first < j.Runs {
+			intro = fmt.Sprintf("==> where the time went: profiling %s against its parent %s, %d runs each, up to %d until a function's growth is shown", targets[1].Name, targets[0].Name, first, j.Runs)
+		}
 	}
 	j.Sink.note("%s", intro)
-	pc, err := bench.CompareProfiles(ctx, j.Runner, profile.Recorder{Dir: j.StateDir}, j.Scenario, targets[0], targets[1], j.Point, j.Runs, bench.Order{},
+	pc, err := bench.CompareProfilesUntil(ctx, j.Runner, profile.Recorder{Dir: j.StateDir}, j.Scenario, targets[0], targets[1], j.Point, first, j.Runs, profileDecided, bench.Order{},
 		profiledRuns(targets[1].Name, func(target string, run, cpuSamples int) {
 			j.Sink.note("profiled %s run %d/%d: %d CPU samples", target, run, j.Runs, cpuSamples)
 		}))
@@ -211,4 +230,17 @@ func bisectFramePointers(on bool, sink Sink, log *slog.Logger, repo *build.Repo,
 	fb.Timeout = b.Timeout
 	fb.BuildAs = b.BuildAs
 	return fb
+}
+
+// wanted reports whether profileCulprits would profile a culprit of f.
+func (j bisectProfileJob) wanted(f *finding.Finding) bool {
+	if j.Runs <= 0 {
+		return false
+	}
+	for _, c := range f.Culprits {
+		if !c.IsRange() && c.Verified && c.Parent.Hash != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench"
+	"github.com/pgbisect/pgbisect/bench/profile"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/internal/gittest"
@@ -145,3 +146,30 @@ workload:
 metrics:
   - {name: work_time, step: work, value: elapsed}
 `
+
+// TestProfileDecided: a culprit's profiled runs stop at the first look
+// once the function whose self share grew most grew in every run (4 runs
+// a side: p = 0.029), not while the runs overlap or nothing grew.
+func TestProfileDecided(t *testing.T) {
+	run := func(grow, other int) profile.Profile {
+		return profile.Profile{Stacks: map[string]int{"main;CopyFrom": grow, "main;other": other}, Samples: grow + other}
+	}
+	var base, culprit, mixed []profile.Profile
+	for i := range 4 {
+		base = append(base, run(100+i, 900-i))
+		culprit = append(culprit, run(400+i, 600-i))
+		mixed = append(mixed, run(100+2*i-3, 900))
+	}
+	if d := profile.Compare(base, culprit); !profileDecided(d) {
+		t.Errorf("a growth in every run is not decided: %+v", d.TopGrowers(1, false))
+	}
+	if d := profile.Compare(base, mixed); profileDecided(d) {
+		t.Errorf("overlapping runs are decided: %+v", d.TopGrowers(1, false))
+	}
+	if d := profile.Compare(base[:3], culprit[:3]); profileDecided(d) {
+		t.Errorf("3 runs a side (p at least 0.1) are decided")
+	}
+	if d := profile.Compare(base, base); profileDecided(d) {
+		t.Errorf("nothing grew, yet decided")
+	}
+}

@@ -35,6 +35,9 @@ const (
 	KindOutcome       Kind = "outcome"
 	KindResume        Kind = "resume"
 	KindGuide         Kind = "guide" // what a profile of the endpoints points the search at
+	// KindAnswer is a bisection's answer, saved (and posted) before its
+	// extras, the revert checks and profiles, which update it after.
+	KindAnswer Kind = "answer"
 	// KindDone ends an operation's events (Error says why, when it
 	// failed). An interrupted operation records none: a resumed bisection
 	// continues the same stream.
@@ -45,7 +48,7 @@ const (
 // which a terminal shows as "==> TEXT".
 func (k Kind) Decision() bool {
 	switch k {
-	case KindVerdict, KindEndpoints, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume, KindGuide:
+	case KindVerdict, KindEndpoints, KindSplit, KindSkip, KindCheck, KindCulprit, KindOutcome, KindResume, KindGuide, KindAnswer:
 		return true
 	}
 	return false

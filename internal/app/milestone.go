@@ -23,7 +23,7 @@ type Milestone struct {
 
 // MilestoneOf reads one event as a milestone: a bisection started, its
 // endpoints verified, each culprit confirmed, its outcome, and the end of
-// any operation.
+// any operation, and a bisection's answer, saved before its extras.
 func MilestoneOf(e Event) Milestone {
 	switch e.Kind {
 	case KindStart:
@@ -34,6 +34,8 @@ func MilestoneOf(e Event) Milestone {
 		return Milestone{Line: e.Text, Bisection: e.Bisection}
 	case KindOutcome:
 		return Milestone{Line: "outcome: " + e.Text, Bisection: e.Bisection}
+	case KindAnswer:
+		return Milestone{Line: finding.FirstLine(e.Text), Finding: e.Finding, Bisection: e.Bisection}
 	case KindDone:
 		m := Milestone{End: true, Finding: e.Finding, Bisection: e.Bisection, Result: e.Result, Line: "done"}
 		if e.Error != "" {

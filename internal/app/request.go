@@ -34,6 +34,11 @@ type BisectRequest struct {
 	// ReuseSamples lets search comparisons reuse every earlier sample of
 	// a commit (bisect.State.Window 0) instead of only fresh ones.
 	ReuseSamples bool `json:"reuse_samples,omitempty"`
+	// Exhaustive judges every range beside the culprits instead of
+	// stopping once they explain the endpoints' change
+	// (bisect.State.Exhaustive). On a resume it turns the stop off for
+	// the rest of the search.
+	Exhaustive bool `json:"exhaustive,omitempty"`
 	// Alpha, MinEffect and MaxSamples override the scenario's stats
 	// section, which overrides the App's (0: not given).
 	Alpha      float64 `json:"alpha,omitempty"`
@@ -111,6 +116,9 @@ func (r BisectRequest) Args() []string {
 	}
 	if r.ReuseSamples {
 		a = append(a, "--reuse-samples")
+	}
+	if r.Exhaustive {
+		a = append(a, "--exhaustive")
 	}
 	if r.Alpha != 0 {
 		a = append(a, "--alpha", fmt.Sprint(r.Alpha))

@@ -11,7 +11,7 @@ import (
 func TestRequestRoundTrip(t *testing.T) {
 	for _, r := range []Request{
 		BisectRequest{Scenario: "/s.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
-			MinEffect: 0.1, Post: true, Requester: "me@host"},
+			MinEffect: 0.1, Exhaustive: true, Post: true, Requester: "me@host"},
 		CompareRequest{Scenario: "/s.yaml", A: "A", B: "B", MaxTime: 3e9, OrderSeed: 7},
 		RunRequest{Scenario: "/s.yaml", BinDir: "/usr/lib/postgresql/15/bin", Samples: 5},
 		NightlyRequest{Force: true, Deliver: true},
@@ -45,8 +45,8 @@ func TestDecodeRequestErrors(t *testing.T) {
 }
 
 func TestBisectRequestArgs(t *testing.T) {
-	r := BisectRequest{Scenario: "/s.yaml", Good: "A", Bad: "B", Metric: "m", FirstParent: true, Set: map[string]string{"b": "2", "a": "1"}, MaxSamples: 30}
-	want := "--scenario /s.yaml --good A --bad B --metric m --first-parent --max-samples 30 --set a=1 --set b=2"
+	r := BisectRequest{Scenario: "/s.yaml", Good: "A", Bad: "B", Metric: "m", FirstParent: true, Exhaustive: true, Set: map[string]string{"b": "2", "a": "1"}, MaxSamples: 30}
+	want := "--scenario /s.yaml --good A --bad B --metric m --first-parent --exhaustive --max-samples 30 --set a=1 --set b=2"
 	if got := strings.Join(r.Args(), " "); got != want {
 		t.Errorf("args %q, want %q", got, want)
 	}

@@ -39,7 +39,7 @@ type RevertInputs struct {
 // does not change the finding. A bisection checked before (resumed) keeps
 // its checks.
 func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Finding) []finding.RevertCheck {
-	if in.Skip || (f.Kind != finding.Regression && f.Kind != finding.Improvement) || len(f.Culprits) == 0 {
+	if !in.wanted(f) {
 		return nil
 	}
 	saved := filepath.Join(in.StateDir, "reverts", in.ID+".json")
@@ -159,9 +159,14 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 	th.Batch *= bisect.CheckBudget
 	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
 	values := make([][]float64, len(targets))
+	// The looks are those of every comparison (bench.Sequential): the
+	// first after th.StartSamples runs of each build, each next one as far
+	// as th.More plans it for the comparisons so far, until the recovered
+	// fraction's interval decides the rule or the budget is spent. A
+	// change many times the noise is decided at the first look.
 	n := 0
-	for _, look := range th.Looks() {
-		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, look-n), func(s bench.Sample) error {
+	for want := th.StartSamples; ; {
+		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, want-n), func(s bench.Sample) error {
 			for i, t := range targets {
 				if s.Target == t.Name {
 					if v, ok := s.Values[metric.Name]; ok {
@@ -176,7 +181,7 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 			rc.Skipped = "measuring: " + err.Error()
 			return rc
 		}
-		n = look
+		n = want
 		regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
 		revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
 		rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
@@ -189,8 +194,16 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 		if rec.Recovers || (rc.HasInterval && rec.Hi < stats.RecoverBound) {
 			break
 		}
+		// The rule is the fraction's, not a verdict's: each comparison is
+		// asked for its next look as if undecided.
+		regC.Verdict, revC.Verdict = stats.Unknown, stats.Unknown
+		more := max(th.More(regC), th.More(revC))
+		if more == 0 {
+			break
+		}
+		want = n + more
 	}
-	sink.note("%s: recovers %.0f%% of the change [%.0f%%, %.0f%%]", label, 100*rc.Recovered, 100*rc.RecoveredLow, 100*rc.RecoveredHigh)
+	sink.note("%s: recovers %.0f%% of the change [%.0f%%, %.0f%%], after %d runs of each of the %d builds", label, 100*rc.Recovered, 100*rc.RecoveredLow, 100*rc.RecoveredHigh, n, len(targets))
 	return rc
 }
 
@@ -203,4 +216,9 @@ func stringSeed(s string) uint64 {
 		h = (h ^ uint64(s[i])) * 1099511628211
 	}
 	return h
+}
+
+// wanted reports whether RevertChecks would check anything of f.
+func (in RevertInputs) wanted(f *finding.Finding) bool {
+	return !in.Skip && (f.Kind == finding.Regression || f.Kind == finding.Improvement) && len(f.Culprits) > 0
 }

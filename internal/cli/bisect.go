@@ -35,6 +35,7 @@ func bisectFlags(fs *flag.FlagSet) func() app.BisectRequest {
 	fs.StringVar(&req.Point, "point", "", "matrix point(s) to bisect at: `clients=1`, a list 'clients=1;clients=4' (or clients=1,clients=4), or all;\none bisection judges every point listed, sharing builds (needed when the scenario has several points)")
 	fs.BoolVar(&req.FirstParent, "first-parent", false, "follow only first parents (merges count as one commit)")
 	fs.BoolVar(&req.ReuseSamples, "reuse-samples", false, "let each comparison reuse every earlier sample of a commit: about half the samples, but only\nsafe on a dedicated, quiet machine (the speed of a shared one drifts over hours)")
+	fs.BoolVar(&req.Exhaustive, "exhaustive", false, "judge every range beside the culprits instead of stopping once they explain the endpoints' change\n(slower; a regression that an improvement elsewhere in the range cancels is then still looked for)")
 	fs.Float64Var(&req.MinEffect, "min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.05)")
 	fs.IntVar(&req.MaxSamples, "max-samples", 0, "sample budget per side of one comparison (default 60; checks get twice as many)")
 	fs.DurationVar(&req.MaxTime, "max-time", 0, "bound on the whole bisection's time, such as 8h (default none): at it the bisection stops with the\nrange narrowed so far and the verdicts made; give a longer one when resuming to continue")

@@ -42,6 +42,7 @@ func TestRequestParse(t *testing.T) {
 			state: "/x",
 		},
 		{args: []string{"--resume", "abc123", "--db", "postgres:///x", "--max-time", "90m"}, req: app.BisectRequest{Resume: "abc123", MaxTime: 90 * time.Minute}},
+		{args: []string{"--resume", "abc123", "--exhaustive"}, req: app.BisectRequest{Resume: "abc123", Exhaustive: true}},
 		{args: []string{"-s", "../../configs/scenarios/copy-single.yaml", "--good", "A"}, errSubstr: "needs -s SCENARIO, --good REV and --bad REV"},
 		{args: []string{"A", "B"}, errSubstr: "unexpected argument"},
 		{args: []string{"--good"}, errSubstr: "needs an argument"},

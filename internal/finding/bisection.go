@@ -76,6 +76,9 @@ func FromBisection(s *bisect.State, r Report) *Finding {
 	if g := s.GuideSummary(); g != "" {
 		f.Warnings = append(f.Warnings, g)
 	}
+	if w := explainedWarning(s); w != "" {
+		f.Warnings = append(f.Warnings, w)
+	}
 	for _, u := range s.Unresolved {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("unresolved range %s: %s", s.RangeName(u), u.Note))
 	}
@@ -202,4 +205,16 @@ func kindOf(o bisect.Outcome, culprits int) Kind {
 		}
 	}
 	return Inconclusive
+}
+
+// explainedWarning is the report's line for a search that stopped once its
+// culprits explained the endpoints' change (bisect.State.Explained), with
+// the evidence and the caveat; "" for one that did not.
+func explainedWarning(s *bisect.State) string {
+	ex := s.Explained
+	if ex == nil || !ex.Confirmed || ex.Recheck == nil {
+		return ""
+	}
+	return fmt.Sprintf("the culprits explain the endpoints' change: endpoints %s, culprits together %s (fresh samples), the rest %s, at worst %+.1f%%, under the minimum effect of %.3g%%; %d range(s) beside them not judged. Caveat: %s",
+		ex.Endpoints, ex.Recheck.Combined, ex.Recheck.Remainder, 100*ex.Recheck.Bound, 100*s.Inputs.Thresholds.MinEffect, len(ex.Ranges), bisect.Caveat)
 }

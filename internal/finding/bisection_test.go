@@ -236,3 +236,66 @@ func TestFromBisectionGuided(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainedCaveat: a bisection that stopped once its culprit explained
+// the endpoints' change says so in the report, with the evidence and the
+// caveat; an exhaustive one does not.
+func TestExplainedCaveat(t *testing.T) {
+	for _, exhaustive := range []bool{false, true} {
+		l := newLab(40, []int{3, 20}, map[int]float64{17: 0.3}, nil, nil)
+		in := bisect.Inputs{Repo: "test", Good: l.commits[0].Hash, Bad: l.commits[39].Hash, Scenario: "/x/copy-single.yaml",
+			Metric: "elapsed", Direction: stats.LowerIsBetter, Thresholds: stats.Thresholds{Alpha: 0.05, MinEffect: 0.10, MaxSamples: 20}}
+		s, err := bisect.NewState(in, l.commits, time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Exhaustive = exhaustive
+		if err := (&bisect.Engine{Builder: l, Measurer: l}).Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		md := notify.Markdown(finding.FromBisection(s, finding.Report{}), notify.Options{})
+		shown := strings.Contains(md, "a regression and an improvement that cancel each other")
+		if shown == exhaustive || (!exhaustive && !strings.Contains(md, "the culprits explain the endpoints' change")) {
+			t.Errorf("exhaustive %v: caveat shown %v (explained %+v):\n%s", exhaustive, shown, s.Explained, md)
+		}
+	}
+}
+
+// curveLab measures the lab's history at every point alike.
+type curveLab struct{ *lab }
+
+func (l curveLab) MeasureAt(ctx context.Context, t bisect.Target, _ string) (float64, error) {
+	return l.Measure(ctx, t)
+}
+
+// TestExplainedCaveatCurve: in a bisection of several points, each point
+// whose search stopped when explained has its own line and caveat.
+func TestExplainedCaveatCurve(t *testing.T) {
+	l := newLab(40, []int{3, 20}, map[int]float64{17: 0.3}, nil, nil)
+	in := bisect.Inputs{Repo: "test", Good: l.commits[0].Hash, Bad: l.commits[39].Hash, Scenario: "/x/copy-single.yaml",
+		Metric: "elapsed", Direction: stats.LowerIsBetter, Points: []string{"clients=1", "clients=2"},
+		Thresholds: stats.Thresholds{Alpha: 0.05, MinEffect: 0.10, MaxSamples: 20}}
+	s, err := bisect.NewCurveState(in, l.commits, time.Date(2026, 1, 30, 2, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&bisect.Engine{Builder: l, Measurer: curveLab{l}}).Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	md := notify.Markdown(finding.FromBisection(s, finding.Report{}), notify.Options{})
+	explained := 0
+	for _, sub := range s.Searches() {
+		if sub.Explained != nil && sub.Explained.Confirmed {
+			explained++
+			if !strings.Contains(md, "at "+sub.Inputs.Point+": the culprits explain the endpoints' change") {
+				t.Errorf("the report lacks %s's line", sub.Inputs.Point)
+			}
+		}
+	}
+	if explained == 0 {
+		t.Fatalf("no point stopped when explained: %s", s.Summary)
+	}
+	if n := strings.Count(md, "cancel each other"); n != explained {
+		t.Errorf("%d caveats for %d points stopped when explained", n, explained)
+	}
+}

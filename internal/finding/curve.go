@@ -26,6 +26,7 @@ func fromCurve(s *bisect.State, r Report) *Finding {
 	first.Curve, first.Culprits, first.Outcome, first.Summary = nil, nil, s.Outcome, s.Summary
 	first.ID, first.Started, first.Updated = s.ID, s.Started, s.Updated
 	first.BuildsDone, first.SamplesTaken, first.Unresolved, first.Unconfirmed = s.BuildsDone, s.SamplesTaken, nil, nil
+	first.Explained, first.Unjudged = nil, nil // each point's, below
 	f := FromBisection(&first, r)
 	f.Point, f.Points = PointList(in.Points), in.Points
 	sp := s.Spend()
@@ -81,6 +82,12 @@ func fromCurve(s *bisect.State, r Report) *Finding {
 		}
 		for _, u := range sub.Unconfirmed {
 			f.Warnings = append(f.Warnings, fmt.Sprintf("at %s: suspect %s not blamed: %s", sub.Inputs.Point, s.RangeName(u), u.Note))
+		}
+		for _, u := range sub.Unjudged {
+			f.Warnings = append(f.Warnings, fmt.Sprintf("at %s: range %s: %s", sub.Inputs.Point, s.RangeName(u), u.Note))
+		}
+		if w := explainedWarning(sub); w != "" {
+			f.Warnings = append(f.Warnings, fmt.Sprintf("at %s: %s", sub.Inputs.Point, w))
 		}
 		if p := sub.Pairs[0]; p.Result != nil && sub != searches[0] {
 			for _, w := range p.Result.Warnings {

@@ -49,6 +49,9 @@ type Hub struct {
 	// edit is refused for the primary rate limit (counted in Limited).
 	Edits      int
 	LimitEdits bool
+	// IssueEdits counts edits of issue bodies (a finding updated after it
+	// was posted).
+	IssueEdits int
 	Limited    int
 	// Pulls are the diffs of pull requests by number (GET with the diff
 	// media type); Diffs counts their fetches.
@@ -248,6 +251,24 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		h.comments = append(h.comments, Comment{ID: h.nextID, Issue: n, User: "pgbisect-bot", Body: body.Body, Updated: h.latest().Add(time.Second)})
 		writeJSON(w, http.StatusCreated, map[string]any{"id": h.nextID, "body": body.Body,
 			"html_url": fmt.Sprintf("https://github.example/pg/bot/issues/%d#issuecomment-%d", n, h.nextID)})
+	case r.Method == "PATCH" && strings.HasPrefix(path, repo+"issues/") && !strings.Contains(strings.TrimPrefix(path, repo+"issues/"), "/"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(path, repo+"issues/"))
+		var req struct {
+			Body string `json:"body"`
+		}
+		if !h.decode(w, r, &req) {
+			return
+		}
+		if n < 1 || n > len(h.issues) {
+			writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+			return
+		}
+		h.checkBody(req.Body)
+		is := h.issues[n-1]
+		is.Body = req.Body
+		h.IssueEdits++
+		writeJSON(w, http.StatusOK, map[string]any{"number": is.Number, "title": is.Title, "body": is.Body,
+			"html_url": fmt.Sprintf("https://github.example/pg/bot/issues/%d", is.Number)})
 	case r.Method == "PATCH" && strings.HasPrefix(path, repo+"issues/comments/") && h.LimitEdits:
 		h.Limited++
 		RateLimited(time.Now().Add(time.Hour))(w)
