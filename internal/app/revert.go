@@ -160,12 +160,12 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
 	values := make([][]float64, len(targets))
 	// The looks are those of every comparison (bench.Sequential): the
-	// first after th.StartSamples runs of each build, each next one as far
+	// first after th.FirstLook() runs of each build, each next one as far
 	// as th.More plans it for the comparisons so far, until the recovered
 	// fraction's interval decides the rule or the budget is spent. A
 	// change many times the noise is decided at the first look.
 	n := 0
-	for want := th.StartSamples; ; {
+	for want := th.FirstLook(); ; {
 		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, want-n), func(s bench.Sample) error {
 			for i, t := range targets {
 				if s.Target == t.Name {
