@@ -106,6 +106,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	if err != nil {
 		return nil, err
 	}
+	// Trailing steps that feed no metric judged or recorded are not run.
+	sc, skippedSteps := sc.ForBisection(metric.Name)
 	points, err := bisectPoints(sc, req.Point)
 	if err != nil {
 		return nil, err
@@ -180,6 +182,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		j.setJob(st.ID)
 	}
 	bisectBound(st, req.MaxTime, sink)
+	if len(skippedSteps) > 0 {
+		sink.note("each sample runs the workload steps %s; not run: %s (they feed no metric the bisection judges or records)",
+			strings.Join(sc.WorkloadSteps(), ", "), strings.Join(skippedSteps, ", "))
+	}
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, sink: sink}
@@ -230,6 +236,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		Build: finding.BuildInfo{System: bisectSystem(opts), Configure: opts.Configure,
 			CFLAGS: opts.CFLAGS, MesonOptions: opts.MesonOptions, ClientBin: runner.ClientBin},
 	})
+	f.Steps, f.StepsSkipped = sc.WorkloadSteps(), skippedSteps
 	runs := DefaultProfileRuns
 	if req.ProfileRuns != nil {
 		runs = *req.ProfileRuns
