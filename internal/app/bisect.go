@@ -219,7 +219,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	bisectBudget(st, sink)
 	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Machine: a.bisectMachine(ctx), Progress: func(s bisect.Status) {
 		events()
-		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
+		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String(), Short: statusLine(s)})
 	}}
 	eng.Guide = bisectGuide{repo: repo, job: bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID,
 		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}}.guide

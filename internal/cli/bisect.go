@@ -70,6 +70,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "bisect", "-s SCENARIO --good REV --bad REV [flags]\n       pgbisect bisect --resume ID")
 	request := bisectFlags(fs)
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
+	verbose := fs.Bool("verbose", false, "on a terminal, print every build and sample line instead of one status line updated in place\n(they go to STATE/logs/bisect-ID.log otherwise)")
 	flags := addStoreFlags(fs)
 	if err := parseNoArgs(fs, env, "give revisions with --good and --bad"); err != nil {
 		return err
@@ -78,12 +79,14 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	a, _, err := flags.open(ctx, env)
+	a, cfg, err := flags.open(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	out, err := a.Bisect(ctx, "", req, progress(env.Stderr))
+	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
+	out, err := a.Bisect(ctx, "", req, p.sink())
+	p.close()
 	if err != nil {
 		return err
 	}
