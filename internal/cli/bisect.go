@@ -79,12 +79,19 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	a, cfg, err := flags.open(ctx, env)
+	cfg, err := flags.load()
+	if err != nil {
+		return err
+	}
+	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
+	if l := p.logger(); l != nil {
+		env.Log = l
+	}
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
 	out, err := a.Bisect(ctx, "", req, p.sink())
 	p.close()
 	if err != nil {

@@ -241,12 +241,15 @@ func demoRun(ctx context.Context, env *Env) error {
 	fmt.Fprintf(env.Stderr, "injected regressions: %s (COPY FROM per-row work), %s (pg_strtoint32 per-digit work); %s does not build\n",
 		short(h.Culprits[0]), short(h.Culprits[1]), short(h.Broken))
 	cfg.Repo = h.Dir
+	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
+	if l := p.logger(); l != nil {
+		env.Log = l
+	}
 	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
 	out, err := a.Bisect(ctx, "", app.BisectRequest{
 		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
 		Set:           map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -179,13 +180,45 @@ func (p *bisectProgress) openLog(id string) {
 	fmt.Fprintf(p.t.w, "every build and sample line goes to %s (--verbose shows them here)\n", path)
 }
 
+// logger returns the logger a quiet bisection's components log with (nil
+// when not quiet: keep the command's own). Its warnings and errors are
+// printed above the status line, its other records go to the log file
+// only; written to the terminal directly they would break the status line.
+func (p *bisectProgress) logger() *slog.Logger {
+	if !p.quiet {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(logLines{p}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// logLines passes a text handler's records to a bisectProgress.
+type logLines struct{ p *bisectProgress }
+
+func (l logLines) Write(b []byte) (int, error) {
+	p := l.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		p.logLine(time.Time{}, line)
+		if strings.Contains(line, " level=INFO ") || strings.Contains(line, " level=DEBUG ") {
+			continue
+		}
+		p.clear()
+		fmt.Fprintln(p.t.w, line)
+		p.draw()
+	}
+	return len(b), nil
+}
+
 // close clears the status line and closes the log.
 func (p *bisectProgress) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	p.status, p.detail = "", "" // nothing to draw again
 	if p.log != nil {
 		p.log.Close()
+		p.log, p.noLog = nil, true
 	}
 }
 

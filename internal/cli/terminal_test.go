@@ -39,18 +39,28 @@ func TestBisectProgressOnATerminal(t *testing.T) {
 	logs := filepath.Join(t.TempDir(), "logs")
 	p := newBisectProgress(terminal{w: &out, tty: true, width: 200}, false, logs)
 	sink := p.sink()
-	for _, e := range terminalEvents() {
+	logger := p.logger()
+	for i, e := range terminalEvents() {
 		sink(e)
+		if i == 2 {
+			logger.Info("building", "commit", "1a2b3c4d5e")
+			logger.Warn("machine is busy; results will be noisy", "load1", 25.04)
+		}
 	}
 	p.close()
+	logger.Warn("after the end")
 	got := out.String()
 	t.Logf("terminal:\n%q", got)
 	logPath := filepath.Join(logs, "bisect-b-1.log")
-	// What a person sees once every \r has moved the cursor back.
+	// What a person sees once every \r has moved the cursor back (log
+	// records without their time).
 	var lines []string
 	for _, l := range strings.Split(got, "\n") {
 		if i := strings.LastIndex(l, "\r\033[K"); i >= 0 {
 			l = l[i+len("\r\033[K"):]
+		}
+		if strings.HasPrefix(l, "time=") {
+			_, l, _ = strings.Cut(l, " ")
 		}
 		if l != "" {
 			lines = append(lines, l)
@@ -60,8 +70,10 @@ func TestBisectProgressOnATerminal(t *testing.T) {
 		"computing the build keys of 30 commits",
 		"every build and sample line goes to " + logPath + " (--verbose shows them here)",
 		"bisection b-1: 30 commits, 20 can be culprits (resume with: pgbisect bisect --resume b-1)",
+		"level=WARN msg=\"machine is busy; results will be noisy\" load1=25.04",
 		"==> 1a2b3c4d5e vs 9f8e7d6c5b: regression +25%",
 		"==> culprit: 1a2b3c4d5e copyfrom.c: something",
+		"level=WARN msg=\"after the end\"",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("lines on the terminal:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -78,8 +90,8 @@ func TestBisectProgressOnATerminal(t *testing.T) {
 	if strings.Contains(got, "(3 of 10 samples)") || strings.Contains(got, "make (10s, total 12s)\n") || strings.Contains(got, "of up to 15\n") {
 		t.Error("a per-sample or build line was printed as a line")
 	}
-	if !strings.HasSuffix(got, "\r\033[K") {
-		t.Error("the status line is left on the screen at the end")
+	if !strings.HasSuffix(got, " level=WARN msg=\"after the end\"\n") {
+		t.Error("the status line is left on the screen at the end, or drawn again after it")
 	}
 
 	// A narrow terminal: the status line is cut to fit.
@@ -96,7 +108,7 @@ func TestBisectProgressOnATerminal(t *testing.T) {
 	}
 	for _, s := range []string{"15:04:05 computing the build keys", "15:04:05 [search] sample 1a2b3c4d5e vs 9f8e7d6c5b (3 of 10 samples)",
 		"15:04:05 build 1a2b3c4d5e: make (10s, total 12s)", "15:04:05 revert check 1: 1a2b3c4d5e sample 3 of up to 15",
-		"15:04:05 ==> culprit: 1a2b3c4d5e"} {
+		"15:04:05 ==> culprit: 1a2b3c4d5e", "level=INFO msg=building commit=1a2b3c4d5e"} {
 		if !strings.Contains(string(log), s+"") {
 			t.Errorf("log file without %q:\n%s", s, log)
 		}
