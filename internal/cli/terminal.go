@@ -50,7 +50,7 @@ func terminalOf(w io.Writer) terminal {
 // (phase, candidates left, builds, samples, time left, what runs now),
 // the decisions and notes as lines above it, and the per-build and
 // per-sample lines (the bisection's status before each build and sample,
-// build progress, a revert check's samples) only in the log file
+// build progress, a revert check's samples, profiled runs) only in the log file
 // logsDir/bisect-ID.log, which gets every line with its time and whose
 // path is printed once the bisection's ID is known.
 type bisectProgress struct {
@@ -79,8 +79,9 @@ func (p *bisectProgress) sink() app.Sink {
 	return p.event
 }
 
-// sampleNote matches a note that reports one sample (a revert check's).
-var sampleNote = regexp.MustCompile(` sample \d+ of up to \d+$`)
+// sampleNote matches a note that reports one sample: a revert check's, or
+// a profiled run's.
+var sampleNote = regexp.MustCompile(` sample \d+ of up to \d+$|^profiled \S+ run \d+/\d+: \d+ CPU samples$`)
 
 func (p *bisectProgress) event(e app.Event) {
 	p.mu.Lock()

@@ -25,6 +25,7 @@ func terminalEvents() []app.Event {
 		{Kind: app.KindStatus, At: at, Bisection: "b-1", Text: long, Short: "[search] 12 candidates left · 3 builds · 21 samples · 4m0s elapsed, 5m0s–9m0s left · sample 1a2b3c4d5e vs 9f8e7d6c5b 3/10"},
 		{Kind: app.KindSample, At: at, Bisection: "b-1", Commit: "1a2b3c4d5e", Value: 1.5},
 		{Kind: app.KindVerdict, At: at, Bisection: "b-1", Text: "1a2b3c4d5e vs 9f8e7d6c5b: regression +25%"},
+		{Kind: app.KindNote, At: at, Text: "profiled 1a2b3c4d5e run 2/5: 73 CPU samples"},
 		{Kind: app.KindNote, At: at, Text: "revert check 1: 1a2b3c4d5e sample 3 of up to 15"},
 		{Kind: app.KindCulprit, At: at, Bisection: "b-1", Text: "culprit: 1a2b3c4d5e copyfrom.c: something"},
 		{Kind: app.KindDone, At: at, Bisection: "b-1", Finding: "f-1"},
@@ -87,7 +88,8 @@ func TestBisectProgressOnATerminal(t *testing.T) {
 			t.Errorf("the terminal does not show %q", s)
 		}
 	}
-	if strings.Contains(got, "(3 of 10 samples)") || strings.Contains(got, "make (10s, total 12s)\n") || strings.Contains(got, "of up to 15\n") {
+	if strings.Contains(got, "(3 of 10 samples)") || strings.Contains(got, "make (10s, total 12s)\n") || strings.Contains(got, "of up to 15\n") ||
+		strings.Contains(got, "CPU samples\n") {
 		t.Error("a per-sample or build line was printed as a line")
 	}
 	if !strings.HasSuffix(got, " level=WARN msg=\"after the end\"\n") {
