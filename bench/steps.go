@@ -292,3 +292,54 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// ForBisection returns the scenario a bisection judging metric runs: its
+// workload ends with the last step that metric or a recorded metric
+// (MetricDef.Record) takes its value from, so trailing steps that feed
+// nothing the bisection judges or records are not run (copy-single's
+// parse step when the bisection judges copy_time). The metrics of the
+// steps that still run are kept: they are free and stored with every
+// sample; those of the steps left out are dropped. skipped names the steps
+// left out; with none, sc itself is returned. Only trailing steps are left
+// out, since a step may prepare the ones after it; a workload must
+// therefore not count on its own last steps to prepare the next sample
+// (reset state at its start, as the shipped scenarios do). pgbisect run
+// and compare run every step.
+func (s *Scenario) ForBisection(metric string) (sc *Scenario, skipped []string) {
+	last := -1
+	for i, st := range s.Workload {
+		for _, m := range s.metrics {
+			if m.Step == st.Name && (m.Name == metric || m.Record) {
+				last = i
+			}
+		}
+	}
+	if last < 0 || last == len(s.Workload)-1 {
+		return s, nil
+	}
+	c := *s
+	c.Workload = s.Workload[: last+1 : last+1]
+	ran := map[string]bool{}
+	for _, st := range c.Workload {
+		ran[st.Name] = true
+	}
+	c.metrics = nil
+	for _, m := range s.metrics {
+		if ran[m.Step] {
+			c.metrics = append(c.metrics, m)
+		}
+	}
+	for _, st := range s.Workload[last+1:] {
+		skipped = append(skipped, st.Name)
+	}
+	return &c, skipped
+}
+
+// WorkloadSteps names the workload's steps in order.
+func (s *Scenario) WorkloadSteps() []string {
+	names := make([]string, len(s.Workload))
+	for i, st := range s.Workload {
+		names[i] = st.Name
+	}
+	return names
+}

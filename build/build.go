@@ -216,6 +216,7 @@ func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *
 		s.note("PostgreSQL %s: adding %s for today's compiler", treeVersionText(tree), o.CompatCFLAGS)
 	}
 
+	prev := wt.state()
 	fresh, err := b.compile(ctx, s, wt, commit.Hash, o)
 	var be *Error
 	if errors.As(err, &be) && !fresh {
@@ -224,6 +225,7 @@ func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *
 		// may call a commit broken.
 		s.note("incremental build failed in %s; retrying from a clean worktree", be.Phase)
 		b.log.Warn("incremental build failed, retrying clean", slog.String("commit", commit.Short()), slog.String("phase", be.Phase))
+		s.cleaned = true
 		if err := b.clean(ctx, s, wt, o); err != nil {
 			return nil, err
 		}
@@ -232,12 +234,13 @@ func (b *Builder) build(ctx context.Context, key Key, tree Tree, o Options, wt *
 	if err != nil {
 		return nil, err
 	}
-	inst, err := b.install(ctx, s, wt, key, commit, start, o)
+	installStart := time.Now()
+	inst, err := b.install(ctx, s, wt, key, commit, start, o, prev)
 	if err != nil {
 		return nil, err
 	}
 	st := wt.state()
-	st.Built = commit.Hash
+	st.Built, st.InstallStarted = commit.Hash, installStart
 	_ = wt.saveState(st)
 	s.note("installed in %s (%s)", inst.Prefix, round(inst.Duration))
 	b.log.Info("built", slog.String("commit", commit.Short()), slog.String("prefix", inst.Prefix), slog.Duration("duration", inst.Duration))
@@ -324,6 +327,7 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 		if err := wt.saveState(st); err != nil {
 			return fresh, err
 		}
+		s.configured = true
 		c := configureCommand(wt, o, ccache())
 		if err := s.run(ctx, "configure", c.dir, b.env(), c.name, c.args...); err != nil {
 			return fresh, err
@@ -372,6 +376,22 @@ func installCommand(wt *worktree, o Options, destdir string) command {
 		return command{dir: wt.mesonBuild(), name: "meson", args: []string{"install", "--no-rebuild", "--quiet", "--destdir", destdir}}
 	}
 	return command{dir: wt.build(), name: "make", args: []string{"-j", fmt.Sprint(o.jobs()), "install", "DESTDIR=" + destdir, rpathdir}}
+}
+
+// partialInstallCommand runs make install in one directory of the build
+// tree (dir, relative and slash-separated), taking its target all and its
+// products as made (make -o): the build's make has just made everything.
+func partialInstallCommand(wt *worktree, o Options, destdir, dir string, products []string) command {
+	c := installCommand(wt, o, destdir)
+	c.dir = filepath.Join(c.dir, filepath.FromSlash(dir))
+	args := []string{c.args[0], c.args[1], "-o", "all"}
+	for _, p := range products {
+		if !strings.HasPrefix(p, "-") {
+			args = append(args, "-o", p)
+		}
+	}
+	c.args = append(args, c.args[2:]...)
+	return c
 }
 
 func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, commit string, o Options) error {
@@ -461,11 +481,14 @@ func (b *Builder) configHash(commit string, o Options) (string, error) {
 // user installs into a staging directory of its own; when that is not
 // pgbisect's user, pgbisect copies the staged tree into a directory it
 // owns (copyInstall), so no build can change a cached install later.
+// An incremental build stages over links to its parent's install and
+// installs only what changed (incremental.go); files still linked to the
+// parent's are linked, not copied, into the new cache entry.
 //
 //	builds/.tmp/<key>/          pgbisect's; removed afterwards
 //	builds/.tmp/<key>/stage/    DESTDIR, the build user's
 //	builds/.tmp/<key>/install/  pgbisect's copy, renamed to builds/<key>
-func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time, o Options) (*Install, error) {
+func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key, commit Commit, start time.Time, o Options, prev worktreeState) (*Install, error) {
 	s.setPhase("install")
 	tmp := filepath.Join(b.tmpDir(), key.ID)
 	if err := os.RemoveAll(tmp); err != nil {
@@ -475,25 +498,20 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	stage := filepath.Join(tmp, "stage")
-	if _, err := ownedDir(stage, b.BuildAs); err != nil {
-		return nil, err
+	plan, why := b.planPartial(wt, prev, commit.Hash, o, s)
+	if plan == nil {
+		s.note("installing everything: %s", why)
 	}
-	c := installCommand(wt, o, stage)
-	if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
-		return nil, err
-	}
-	staged := filepath.Join(stage, strings.TrimPrefix(installPrefix, "/"))
-	root := staged
-	var size int64
-	var err error
-	if dropping(b.BuildAs) {
-		root = filepath.Join(tmp, "install")
-		size, err = copyInstall(staged, root, buildUID(b.BuildAs))
-	} else {
-		size, err = makeReadable(root)
+	root, size, err := b.stageInstall(ctx, s, wt, o, tmp, plan)
+	if err != nil && plan != nil && ctx.Err() == nil {
+		s.note("installing only what changed failed (%v); installing everything", err)
+		root, size, err = b.stageInstall(ctx, s, wt, o, tmp, nil)
 	}
 	if err != nil {
+		var be *Error
+		if errors.As(err, &be) || ctx.Err() != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("install of %s: %w", commit.Short(), err)
 	}
 	inst := &Install{
@@ -510,9 +528,73 @@ func (b *Builder) install(ctx context.Context, s *session, wt *worktree, key Key
 	return inst, nil
 }
 
+// stageInstall installs the build below tmp, everything or (with a plan)
+// only what changed, and returns the directory that becomes the cache
+// entry, pgbisect's, and its size.
+func (b *Builder) stageInstall(ctx context.Context, s *session, wt *worktree, o Options, tmp string, plan *partialInstall) (string, int64, error) {
+	stage := filepath.Join(tmp, "stage")
+	staged := filepath.Join(stage, strings.TrimPrefix(installPrefix, "/"))
+	copied := filepath.Join(tmp, "install")
+	for _, d := range []string{stage, copied} {
+		if err := os.RemoveAll(d); err != nil {
+			return "", 0, err
+		}
+	}
+	parent := ""
+	if plan != nil {
+		if err := b.installPartial(ctx, s, wt, o, stage, staged, plan); err != nil {
+			return "", 0, err
+		}
+		parent = plan.parent.Prefix
+	} else {
+		if _, err := ownedDir(stage, b.BuildAs); err != nil {
+			return "", 0, err
+		}
+		c := installCommand(wt, o, stage)
+		if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
+			return "", 0, err
+		}
+	}
+	if dropping(b.BuildAs) {
+		size, err := copyInstall(staged, copied, buildUID(b.BuildAs), parent)
+		return copied, size, err
+	}
+	size, err := makeReadable(staged)
+	return staged, size, err
+}
+
+// installPartial stages the install of plan: a copy of the parent's
+// install made of links, given to the build user (the links stay
+// pgbisect's), then make install in each directory whose products changed.
+func (b *Builder) installPartial(ctx context.Context, s *session, wt *worktree, o Options, stage, staged string, plan *partialInstall) error {
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		return err
+	}
+	if err := linkInstall(plan.parent.Prefix, staged); err != nil {
+		return fmt.Errorf("linking %s's install: %w", Short(plan.parent.Commit), err)
+	}
+	if err := chownTree(stage, b.BuildAs); err != nil {
+		return err
+	}
+	if len(plan.dirs) == 0 {
+		s.note("installing only what changed since %s: nothing did", Short(plan.parent.Commit))
+	} else {
+		s.note("installing only what changed since %s: make install in %s", Short(plan.parent.Commit), strings.Join(plan.dirs, ", "))
+	}
+	for _, d := range plan.dirs {
+		c := partialInstallCommand(wt, o, stage, d, plan.products[d])
+		if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // makeReadable gives directories mode 0755 and files read (and, when
 // executable, execute) permission for everyone, so the unprivileged server
-// user can use the install. It returns the install's size in bytes.
+// user can use the install, and takes write permission away, so that no
+// later build writes into a cached file through a link (incremental.go).
+// It returns the install's size in bytes.
 func makeReadable(root string) (int64, error) {
 	var size int64
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -527,7 +609,7 @@ func makeReadable(root string) (int64, error) {
 			return err
 		}
 		mode := fi.Mode().Perm()
-		want := mode | 0o444
+		want := (mode | 0o444) &^ 0o222
 		if d.IsDir() {
 			want = 0o755
 		} else {

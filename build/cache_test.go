@@ -113,7 +113,7 @@ func TestMakeReadable(t *testing.T) {
 	if err != nil || size != 6 {
 		t.Fatalf("makeReadable = %d, %v", size, err)
 	}
-	for p, want := range map[string]os.FileMode{"bin": 0o755, "bin/postgres": 0o755, "data": 0o644} {
+	for p, want := range map[string]os.FileMode{"bin": 0o755, "bin/postgres": 0o555, "data": 0o444} {
 		fi, _ := os.Stat(filepath.Join(root, p))
 		if fi.Mode().Perm() != want {
 			t.Errorf("%s mode %o, want %o", p, fi.Mode().Perm(), want)

@@ -135,9 +135,11 @@ func chownTree(dir string, u *proc.User) error {
 // setuid or setgid; symbolic links are copied as links; anything else
 // (devices, fifos, sockets) is an error, and so is a file that is not the
 // build user's (uid): root copies nothing the build user could not read
-// itself, such as a hard link to a root-only file. It returns the bytes
-// copied.
-func copyInstall(src, dst string, uid int) (int64, error) {
+// itself, such as a hard link to a root-only file. A file that is still
+// the very file of the cached install parent ("" for none) at the same
+// path, a link the incremental install left in place, is linked from
+// parent instead. It returns the install's size in bytes.
+func copyInstall(src, dst string, uid int, parent string) (int64, error) {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return 0, err
@@ -167,6 +169,14 @@ func copyInstall(src, dst string, uid int) (int64, error) {
 				return fmt.Errorf("%s: a link to %s leaves the install; a build may link only within it", p, target)
 			}
 			return os.Symlink(target, to)
+		case d.Type().IsRegular() && sameFile(root, p, parent):
+			from := filepath.Join(parent, filepath.FromSlash(p))
+			fi, err := os.Lstat(from)
+			if err != nil {
+				return err
+			}
+			size += fi.Size()
+			return os.Link(from, to)
 		case d.Type().IsRegular():
 			n, err := copyFileFrom(root, p, to, uid)
 			size += n

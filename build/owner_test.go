@@ -218,7 +218,7 @@ func TestCopyInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(d, "install")
-	size, err := copyInstall(stage, dst, int(u.UID))
+	size, err := copyInstall(stage, dst, int(u.UID), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestCopyInstall(t *testing.T) {
 		if err := os.Symlink(l.target, filepath.Join(stage, l.name)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := copyInstall(stage, filepath.Join(d, fmt.Sprintf("install-link-%d", i)), int(u.UID)); err == nil || !strings.Contains(err.Error(), l.name) {
+		if _, err := copyInstall(stage, filepath.Join(d, fmt.Sprintf("install-link-%d", i)), int(u.UID), ""); err == nil || !strings.Contains(err.Error(), l.name) {
 			t.Errorf("copy of an install with %s -> %s: %v", l.name, l.target, err)
 		}
 		os.Remove(filepath.Join(stage, l.name))
@@ -258,7 +258,7 @@ func TestCopyInstall(t *testing.T) {
 	if err := os.Link(secret, filepath.Join(stage, "share/secret")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := copyInstall(stage, filepath.Join(d, "install2"), int(u.UID)); err == nil || !strings.Contains(err.Error(), "share/secret") {
+	if _, err := copyInstall(stage, filepath.Join(d, "install2"), int(u.UID), ""); err == nil || !strings.Contains(err.Error(), "share/secret") {
 		t.Errorf("copy of an install holding root's file: %v", err)
 	}
 	os.Remove(filepath.Join(stage, "share/secret"))
@@ -266,7 +266,7 @@ func TestCopyInstall(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(stage, "bin/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := copyInstall(stage, filepath.Join(d, "install3"), int(u.UID)); err == nil || !strings.Contains(err.Error(), "bin/fifo") {
+	if _, err := copyInstall(stage, filepath.Join(d, "install3"), int(u.UID), ""); err == nil || !strings.Contains(err.Error(), "bin/fifo") {
 		t.Errorf("copy of an install with a fifo: %v", err)
 	}
 }

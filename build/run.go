@@ -28,6 +28,10 @@ type session struct {
 	log     *os.File
 	out     io.Writer
 
+	// configured and cleaned record that configure, or a clean rebuild,
+	// ran in this build: the build tree's products all changed.
+	configured, cleaned bool
+
 	mu         sync.Mutex
 	phase      string
 	phaseStart time.Time

@@ -50,6 +50,9 @@ type worktreeState struct {
 	Commit     string // commit whose files are in src
 	Configured string // configure inputs+options hash configure last succeeded with; "" = not configured
 	Built      string // commit whose build last succeeded
+	// InstallStarted is when Built's install began: build products
+	// modified since have changed since Built's install (incremental.go).
+	InstallStarted time.Time `json:",omitzero"`
 	// Layout is layoutVPATH for worktrees built out of tree; "" for those
 	// an earlier pgbisect configured and built in src.
 	Layout string `json:",omitempty"`

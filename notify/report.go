@@ -155,6 +155,13 @@ func build(f *finding.Finding, st style, o Options) doc {
 		}
 		d.sections = append(d.sections, section{heading: "Server settings", blocks: []block{kv{pairs}}})
 	}
+	if len(f.Steps) > 0 {
+		text := fmt.Sprintf("Each sample ran the workload steps %s.", joinCode(f.Steps, st))
+		if len(f.StepsSkipped) > 0 {
+			text = strings.TrimSuffix(text, ".") + fmt.Sprintf("; not run: %s, which feed no metric this bisection judges or records.", joinCode(f.StepsSkipped, st))
+		}
+		d.sections = append(d.sections, section{heading: "Workload", blocks: []block{para{text}}})
+	}
 	if f.Reproduce != "" {
 		d.sections = append(d.sections, section{heading: "To reproduce", blocks: []block{code{"sh", f.Reproduce}}})
 	}
@@ -562,4 +569,13 @@ func abbrev(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// joinCode lists names as code, comma-separated.
+func joinCode(names []string, st style) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = st.code(n)
+	}
+	return strings.Join(out, ", ")
 }

@@ -2,14 +2,29 @@
 # Installs what pgbisect needs on a Debian bookworm machine, as root:
 # the PostgreSQL build dependencies, Debian's postgresql-15 (its server
 # binaries run the results store and the fast tests; its source is the
-# fixture of the end-to-end tests), Chromium and its fonts (the dashboard's
-# browser tests), and the unprivileged users: postgres
-# (from the postgresql-15 package) runs the benchmark servers, pgbisect runs
-# the results store (run_as and db_run_as in the config), and
-# pgbisect-probe, a user with no rights at all, is who the isolation tests
-# try to connect as.
+# fixture of the demo and the end-to-end tests), ccache, linux-perf (CPU
+# profiles of culprits), and the unprivileged users: postgres (from the
+# postgresql-15 package) runs the benchmark servers, pgbisect runs the
+# results store (run_as and db_run_as in the config). That is all the demo
+# (scripts/demo.sh) uses.
+# With --tests (scripts/test.sh) it adds what only the tests use: Chromium
+# and its fonts (the dashboard's browser tests), systemd (systemd-analyze
+# verifies the shipped daemon unit; it is not PID 1 here) and
+# pgbisect-probe, a user with no rights at all, who the isolation tests try
+# to connect as.
+# Usage: bash scripts/setup-debian.sh [--tests]
 # Safe to run again: every step checks first.
 set -euo pipefail
+
+tests=
+case "${1:-}" in
+--tests) tests=1 ;;
+"") ;;
+*)
+	echo "setup-debian.sh: unknown argument $1 (usage: setup-debian.sh [--tests])" >&2
+	exit 2
+	;;
+esac
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup-debian.sh: run as root (it installs Debian packages)" >&2
@@ -17,12 +32,36 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-PKGS=(build-essential bison flex perl libreadline-dev zlib1g-dev pkg-config
-	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps
-	chromium fonts-liberation linux-perf
-	systemd)  # systemd-analyze verifies the shipped daemon unit (it is not PID 1 here)
-# flock(1) and losetup (util-linux), mkfs.ext4 (e2fsprogs): the machine-lock and loop-disk tests.
-PKGS+=(util-linux e2fsprogs)
+# One package a line, so that lists edited on two branches merge.
+PKGS=(
+	build-essential
+	bison
+	flex
+	perl
+	libreadline-dev
+	zlib1g-dev
+	pkg-config
+	ccache
+	dpkg-dev
+	git
+	ca-certificates
+	postgresql-15
+	postgresql-client-15
+	procps
+	linux-perf
+)
+TEST_PKGS=(
+	chromium
+	fonts-liberation
+	systemd      # systemd-analyze verifies the shipped daemon unit (it is not PID 1 here)
+	util-linux   # flock(1), losetup: the machine-lock and loop-disk tests
+	e2fsprogs    # mkfs.ext4: the loop-disk tests
+)
+USERS=(pgbisect)
+if [ -n "$tests" ]; then
+	PKGS+=("${TEST_PKGS[@]}")
+	USERS+=(pgbisect-probe)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -70,7 +109,7 @@ if ! ls "$SRC_DIR"/postgresql-15_*.orig.tar.* >/dev/null 2>&1; then
 fi
 echo "setup-debian.sh: PostgreSQL 15 source: $(ls "$SRC_DIR"/postgresql-15_*.orig.tar.* | head -1)"
 
-for u in pgbisect pgbisect-probe; do
+for u in "${USERS[@]}"; do
 	if ! id -u "$u" >/dev/null 2>&1; then
 		useradd --system --user-group --create-home --shell /usr/sbin/nologin "$u"
 		echo "setup-debian.sh: created user $u"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup-debian.sh
+bash scripts/setup-debian.sh --tests
 
 # A fresh state directory for the shared test builds unless one is given:
 # the end-to-end tests build PostgreSQL once into it and share that build.

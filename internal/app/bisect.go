@@ -109,6 +109,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	if err != nil {
 		return nil, err
 	}
+	// Trailing steps that feed no metric judged or recorded are not run.
+	sc, skippedSteps := sc.ForBisection(metric.Name)
 	points, err := bisectPoints(sc, req.Point)
 	if err != nil {
 		return nil, err
@@ -190,6 +192,10 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		st.SetExhaustive()
 		sink.note("--exhaustive: every range beside the culprits is judged from here on")
 	}
+	if len(skippedSteps) > 0 {
+		sink.note("each sample runs the workload steps %s; not run: %s (they feed no metric the bisection judges or records)",
+			strings.Join(sc.WorkloadSteps(), ", "), strings.Join(skippedSteps, ", "))
+	}
 
 	// Measure.
 	bb := &bisectBuilder{b: builder, sink: sink}
@@ -231,7 +237,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	bisectBudget(st, sink)
 	eng := &bisect.Engine{Builder: bb, Measurer: m, Saver: saver, Machine: a.bisectMachine(ctx), Progress: func(s bisect.Status) {
 		events()
-		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
+		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String(), Short: statusLine(s)})
 	}}
 	eng.Guide = bisectGuide{repo: repo, job: bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID,
 		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}}.guide
@@ -251,6 +257,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		Build: finding.BuildInfo{System: bisectSystem(opts), Configure: opts.Configure,
 			CFLAGS: opts.CFLAGS, MesonOptions: opts.MesonOptions, ClientBin: runner.ClientBin},
 	})
+	f.Steps, f.StepsSkipped = sc.WorkloadSteps(), skippedSteps
 	runs := DefaultProfileRuns
 	if req.ProfileRuns != nil {
 		runs = *req.ProfileRuns

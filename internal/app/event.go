@@ -85,6 +85,9 @@ type Event struct {
 	// Result is what an operation without a finding found, in a few lines
 	// (a comparison's verdicts, done).
 	Result string `json:"result,omitempty"`
+	// Short is a status event's Text in a few words, for a status line
+	// a terminal updates in place.
+	Short string `json:"short,omitempty"`
 }
 
 // Sink receives an operation's events in order, from the goroutine that

@@ -71,6 +71,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "bisect", "-s SCENARIO --good REV --bad REV [flags]\n       pgbisect bisect --resume ID")
 	request := bisectFlags(fs)
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
+	verbose := fs.Bool("verbose", false, "on a terminal, print every build and sample line instead of one status line updated in place\n(they go to STATE/logs/bisect-ID.log otherwise)")
 	flags := addStoreFlags(fs)
 	if err := parseNoArgs(fs, env, "give revisions with --good and --bad"); err != nil {
 		return err
@@ -79,12 +80,21 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	a, _, err := flags.open(ctx, env)
+	cfg, err := flags.load()
+	if err != nil {
+		return err
+	}
+	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
+	if l := p.logger(); l != nil {
+		env.Log = l
+	}
+	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	out, err := a.Bisect(ctx, "", req, progress(env.Stderr))
+	out, err := a.Bisect(ctx, "", req, p.sink())
+	p.close()
 	if err != nil {
 		return err
 	}

@@ -215,6 +215,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	repoDir := fs.String("repo", "", "where to create the demo repository (default: DIR/demo/postgresql-15-demo.git)")
 	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
 	guided := fs.Bool("profile-guided", app.DefaultProfileGuided, "profile the endpoints and try first the commits touching the files of the functions that grew")
+	verbose := fs.Bool("verbose", false, "on a terminal, print every build and sample line instead of one status line updated in place\n(they go to STATE/logs/bisect-ID.log otherwise)")
 	shared := fs.Bool("shared-fixture", false, "hard-link the release from the test fixture instead of importing the tarball (tests)")
 	if _, err := parseFlags(fs, env); err != nil {
 		return err
@@ -240,6 +241,10 @@ func demoRun(ctx context.Context, env *Env) error {
 	fmt.Fprintf(env.Stderr, "injected regressions: %s (COPY FROM per-row work), %s (pg_strtoint32 per-digit work); %s does not build\n",
 		short(h.Culprits[0]), short(h.Culprits[1]), short(h.Broken))
 	cfg.Repo = h.Dir
+	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
+	if l := p.logger(); l != nil {
+		env.Log = l
+	}
 	a, err := app.Open(ctx, appOptions(cfg, env.Log), nil)
 	if err != nil {
 		return err
@@ -252,7 +257,8 @@ func demoRun(ctx context.Context, env *Env) error {
 		MaxSamples:    *maxSamples,
 		ProfileRuns:   profileRuns,
 		ProfileGuided: guided,
-	}, progress(env.Stderr))
+	}, p.sink())
+	p.close()
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,12 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil || len(samples) < st.SamplesTaken {
 		t.Errorf("%d copy_time samples stored under the bisection, want at least the %d it took (%v)", len(samples), st.SamplesTaken, err)
 	}
+	// The bisection judges copy_time: the parse step, after it, is not run
+	// (bench.Scenario.ForBisection), and the report says so.
+	if parsed, err := results.Samples(ctx, store.SampleQuery{BisectionID: st.ID, Metric: "parse_time"}); err != nil || len(parsed) > 0 ||
+		!slices.Equal(f.Steps, []string{"truncate", "copy"}) || !slices.Equal(f.StepsSkipped, []string{"parse"}) {
+		t.Errorf("%d parse_time samples (%v); steps run %q, not run %q: want truncate and copy run, parse not", len(parsed), err, f.Steps, f.StepsSkipped)
+	}
 	for key, b := range st.Builds {
 		if rec, err := results.Build(ctx, key); err != nil || (rec.Status == "failed") != b.Broken {
 			t.Errorf("build %s of %s: stored %+v, %v; broken %v", key, b.Hash[:10], rec, err, b.Broken)

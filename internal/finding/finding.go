@@ -112,6 +112,12 @@ type Finding struct {
 	Settings map[string]string `json:"settings,omitempty"`
 	// Reproduce is the exact command line that reproduces the finding.
 	Reproduce string `json:"reproduce,omitempty"`
+	// Steps are the workload steps each sample of a bisection ran, and
+	// StepsSkipped the scenario's trailing steps it did not run because
+	// they feed no metric it judges or records
+	// (bench.Scenario.ForBisection).
+	Steps        []string `json:"steps,omitempty"`
+	StepsSkipped []string `json:"steps_skipped,omitempty"`
 
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
