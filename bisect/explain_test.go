@@ -40,13 +40,13 @@ func merged(s *State) int {
 	return n
 }
 
-// TestStopWhenExplained: one culprit of 30% under 1% noise explains the
+// TestStopWhenExplained: one culprit of 30% under 0.2% noise (a count-like metric) explains the
 // endpoints' change, so the search stops without judging the ranges
 // beside it, names it, and records the evidence; --exhaustive judges them
 // and names the same culprit with more samples.
 func TestStopWhenExplained(t *testing.T) {
 	h := history(40, []int{3, 7, 20}, map[int]float64{17: 0.30}, nil)
-	s, _ := runExplain(t, h, 0.01, false)
+	s, _ := runExplain(t, h, 0.002, false)
 	if s.Outcome != OutcomeFound || len(s.Culprits) != 1 || s.Culprits[0].Last != 17 {
 		t.Fatalf("outcome %s: %s\n%s", s.Outcome, s.Summary, eventLog(s))
 	}
@@ -69,7 +69,7 @@ func TestStopWhenExplained(t *testing.T) {
 	if !strings.Contains(s.Summary, "explain the endpoints' change") || !strings.Contains(eventLog(s), "explained") {
 		t.Errorf("summary and log do not say why the search stopped: %s\n%s", s.Summary, eventLog(s))
 	}
-	full, _ := runExplain(t, h, 0.01, true)
+	full, _ := runExplain(t, h, 0.002, true)
 	if full.Explained != nil || merged(full) == 0 {
 		t.Errorf("exhaustive search stopped when explained (%d merged pairs)", merged(full))
 	}
@@ -87,7 +87,7 @@ func TestStopWhenExplained(t *testing.T) {
 // goes on and finds it.
 func TestNoStopWhileUnexplained(t *testing.T) {
 	h := history(40, []int{3, 7, 20}, map[int]float64{9: 0.30, 30: 0.10}, nil)
-	s, _ := runExplain(t, h, 0.01, false)
+	s, _ := runExplain(t, h, 0.002, false)
 	var got []int
 	for _, c := range s.Culprits {
 		got = append(got, c.Last)
@@ -142,12 +142,12 @@ func TestExplanationBound(t *testing.T) {
 // saved state, makes the same decision with the same samples.
 func TestExplainedResumesEverywhere(t *testing.T) {
 	h := history(24, []int{4, 13}, map[int]float64{9: 0.3}, []int{15})
-	want, ref := runExplain(t, h, 0.01, false)
+	want, ref := runExplain(t, h, 0.002, false)
 	if want.Explained == nil {
 		t.Fatalf("reference run did not stop when explained:\n%s", eventLog(want))
 	}
 	for stop := 1; stop < ref.actions; stop++ {
-		lab := newDetLab(h, 0.01)
+		lab := newDetLab(h, 0.002)
 		got := interruptAndResume(t, want, h, lab, lab, stop)
 		if !reflect.DeepEqual(got.Explained, want.Explained) || !reflect.DeepEqual(got.Culprits, want.Culprits) ||
 			!reflect.DeepEqual(got.Samples, want.Samples) || got.SamplesTaken != want.SamplesTaken {
@@ -160,13 +160,13 @@ func TestExplainedResumesEverywhere(t *testing.T) {
 	}
 }
 
-// TestExplainedSimulation: at 1% noise (a near-deterministic metric) a
+// TestExplainedSimulation: at 0.2% noise (a near-deterministic metric) a
 // 10% culprit explains the endpoints' change in nearly every seeded
 // bisection, so the search stops there, names it exactly and takes fewer
 // samples than the exhaustive search of the same histories, which never
 // stops so.
 func TestExplainedSimulation(t *testing.T) {
-	cfg := SimConfig{Commits: 200, Culprits: 1, Effect: 0.10, Sigma: 0.01, BrokenStretches: 2}
+	cfg := SimConfig{Commits: 200, Culprits: 1, Effect: 0.10, Sigma: 0.002, BrokenStretches: 2}
 	var stopped, full, explained int
 	for r := range 8 {
 		for _, ex := range []bool{false, true} {
