@@ -38,8 +38,8 @@ func TestMeasureErrors(t *testing.T) {
 		// asking the server binary itself (bench.Server.Resolve).
 		{"setting rejected", "settings: {shared_buffers: lots}\nworkload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
 			"settings", "", ""},
-		{"server does not start", "settings: {shared_preload_libraries: pgbisect_no_such_library}\nworkload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
-			"start", "", `could not access file "pgbisect_no_such_library"`},
+		{"server does not start", "settings: {max_connections: 2, superuser_reserved_connections: 5}\nworkload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
+			"start", "", "must be less than max_connections"},
 		{"initdb fails", "initdb: [--wal-segsize=3]\nworkload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
 			"initdb", "", ""},
 		{"workload error", "workload:\n  - name: bad\n    sql: SELECT * FROM missing\nmetrics:\n  - {name: e, step: bad, value: elapsed}\n",

@@ -265,9 +265,9 @@ func TestFreshLifecycleAndFailures(t *testing.T) {
 		{"setting refused before initdb", "settings: {shared_buffers: lots}\n" +
 			"workload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
 			[]string{`t.yaml:1: PostgreSQL 15.`, `rejects shared_buffers = "lots": invalid value for parameter "shared_buffers": "lots"`}},
-		{"server does not start", "settings: {shared_preload_libraries: pgbisect_no_such_library}\n" +
+		{"server does not start", "settings: {max_connections: 2, superuser_reserved_connections: 5}\n" +
 			"workload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n",
-			[]string{"starting the server", "server log", `could not access file "pgbisect_no_such_library"`}},
+			[]string{"starting the server", "server log", "must be less than max_connections"}},
 		{"step fails", "workload:\n  - name: bad\n    sql: SELECT * FROM missing\nmetrics:\n  - {name: e, step: bad, value: elapsed}\n",
 			[]string{"workload step bad (sql)", `relation "missing" does not exist`, "server log", "STATEMENT:  SELECT * FROM missing"}},
 		{"step times out", "workload:\n  - name: slow\n    timeout: 1s\n    sql: SELECT pg_sleep(60)\nmetrics:\n  - {name: e, step: slow, value: elapsed}\n",
