@@ -71,9 +71,9 @@ func (r CompareRequest) Validate() error {
 		return badRequest("give -s SCENARIO")
 	case r.A == "":
 		return badRequest("give the baseline revision A")
-	case r.B == "" && len(r.Patches) == 0:
+	case r.B == "" && len(r.Patches) == 0 && len(r.PatchData) == 0:
 		return badRequest("give the candidate revision B (or patches to apply on A)")
-	case r.B != "" && len(r.Patches) > 0:
+	case r.B != "" && (len(r.Patches) > 0 || len(r.PatchData) > 0):
 		return badRequest("give B or patches, not both: with patches, B is A with them applied")
 	case r.Alpha < 0 || r.Alpha >= 0.5:
 		return badRequest("--alpha %g is out of range: use a small probability such as 0.01", r.Alpha)

@@ -169,6 +169,12 @@ func (r BisectRequest) Validate() error {
 	if r.MinEffect < 0 || r.MinEffect >= 1 {
 		return badRequest("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", r.MinEffect)
 	}
+	if r.Alpha < 0 || r.Alpha >= 0.5 {
+		return badRequest("--alpha %g is out of range: use a small probability such as 0.01", r.Alpha)
+	}
+	if r.MaxSamples < 0 {
+		return badRequest("--max-samples %d: give a number of samples per side, or 0 for the default", r.MaxSamples)
+	}
 	if r.MaxTime < 0 {
 		return badRequest("--max-time %s is negative: give the longest the whole bisection may take, such as 8h", r.MaxTime)
 	}

@@ -190,13 +190,17 @@ func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Co
 			summary := fmt.Sprintf("compare %s %s", filepath.Base(sc), pos[1])
 			if !patched {
 				req.B = pos[2]
-				return intakeRequest(req, summary+" "+pos[2])
+				summary += " " + pos[2]
+			} else {
+				if req.PatchData, err = patches.fetch(ctx, urls, prs); err != nil {
+					return intake.Request{}, err
+				}
+				for _, p := range req.PatchData {
+					summary += fmt.Sprintf(" + %s (%d bytes)", p.Name, len(p.Data))
+				}
 			}
-			if req.PatchData, err = patches.fetch(ctx, urls, prs); err != nil {
-				return intake.Request{}, err
-			}
-			for _, p := range req.PatchData {
-				summary += fmt.Sprintf(" + %s (%d bytes)", p.Name, len(p.Data))
+			if err := req.Validate(); err != nil {
+				return intake.Request{}, fmt.Errorf("compare: %v", err)
 			}
 			return intakeRequest(req, summary)
 		}
