@@ -122,19 +122,9 @@ func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Co
 			t.Errorf("%q: queued an invalid request: %v", args, err)
 		}
 		checkRanges(t, args, r.MinEffect, r.MaxSamples, r.Alpha)
-		// The scenario by name, as a comment gives it, then the flags.
-		again = []string{"bisect"}
-		if r.Scenario != "" {
-			again = append(again, strings.TrimSuffix(filepath.Base(r.Scenario), ".yaml"))
-		}
-		flags := r.Args()
-		for i := 0; i < len(flags); i++ {
-			if flags[i] == "--scenario" {
-				i++
-				continue
-			}
-			again = append(again, flags[i])
-		}
+		// The request's own flags, its scenario as the path it resolved
+		// to ("bisect -s PATH" parses too: see docs/fuzzing.md).
+		again = append([]string{"bisect"}, r.Args()...)
 	case app.CompareRequest:
 		checkRanges(t, args, r.MinEffect, r.MaxSamples, 0)
 		total := 0
