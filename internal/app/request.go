@@ -316,17 +316,6 @@ type LegacyJob struct {
 // an older pgbisect queued as a command line gives a *LegacyJob and an
 // error matching ErrLegacyJob.
 func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(args, &probe); err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	if _, ok := probe["argv"]; ok && kind == "bisect" {
-		var l LegacyJob
-		if err := json.Unmarshal(args, &l); err != nil {
-			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-		}
-		return nil, &l, ErrLegacyJob
-	}
 	var r Request
 	switch kind {
 	case "bisect":
@@ -340,7 +329,20 @@ func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, erro
 	case "deliver":
 		r = &DeliverRequest{}
 	default:
-		return nil, nil, fmt.Errorf("unknown request kind %q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+		// %.64q: a kind is a short word; the error quotes no more of one
+		// (FuzzDecodeRequest).
+		return nil, nil, fmt.Errorf("unknown request kind %.64q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(args, &probe); err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	if _, ok := probe["argv"]; ok && kind == "bisect" {
+		var l LegacyJob
+		if err := json.Unmarshal(args, &l); err != nil {
+			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+		}
+		return nil, &l, ErrLegacyJob
 	}
 	dec := json.NewDecoder(strings.NewReader(string(args)))
 	dec.DisallowUnknownFields()
