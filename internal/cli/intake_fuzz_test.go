@@ -82,20 +82,15 @@ func FuzzIntakeCommand(f *testing.F) {
 			if again, err := notify.SplitArgs(strings.Join(requoted, " ")); err != nil || !reflect.DeepEqual(again, args) {
 				t.Errorf("%q split into %q; quoted again it splits into %q (%v)", line, args, again, err)
 			}
-			var req intakeRequestResult
-			fuzztest.Within(t, func() { req.r, req.err = parse(ctx, args) })
-			if req.err != nil {
-				fuzztest.ShortError(t, req.err, len(strconv.Quote(line)))
+			var req intake.Request
+			fuzztest.Within(t, func() { req, err = parse(ctx, args) })
+			if err != nil {
+				fuzztest.ShortError(t, err, len(strconv.Quote(line)))
 				continue
 			}
-			checkIntakeRequest(t, ctx, parse, args, req.r)
+			checkIntakeRequest(t, ctx, parse, args, req)
 		}
 	})
-}
-
-type intakeRequestResult struct {
-	r   intake.Request
-	err error
 }
 
 // checkIntakeRequest checks one parsed command: see FuzzIntakeCommand.
