@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
@@ -45,12 +46,17 @@ func LoadFileWith(path string, overrides map[string]string) (*Scenario, error) {
 // Errors name the file and line, with a hint for likely typos.
 func Load(data []byte, name string, overrides map[string]string) (*Scenario, error) {
 	s := &Scenario{}
-	if err := yaml.UnmarshalWithOptions(data, s, yaml.DisallowUnknownField()); err != nil {
-		return nil, strictyaml.Error(name, positioned(data, err), knownKeys)
+	if err := yamlSafely(func() error {
+		if err := yaml.UnmarshalWithOptions(data, s, yaml.DisallowUnknownField()); err != nil {
+			return positioned(data, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, strictyaml.Error(name, err, knownKeys)
 	}
 	s.File = name
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
+	var f *ast.File
+	if err := yamlSafely(func() (err error) { f, err = parser.ParseBytes(data, 0); return err }); err != nil {
 		return nil, strictyaml.Error(name, err, knownKeys)
 	}
 	s.ast = f
@@ -62,6 +68,18 @@ func Load(data []byte, name string, overrides map[string]string) (*Scenario, err
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
+}
+
+// yamlSafely runs a go-yaml call and turns a panic of it into an error:
+// go-yaml v1.19.2 dereferences nil on some malformed files (a tag without
+// a value where a list belongs: "metrics: ! 0", found by FuzzLoad).
+func yamlSafely(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML parser could not read this file (%v): check its syntax, tags (!) and anchors (&, *) first", r)
+		}
+	}()
+	return fn()
 }
 
 // positioned gives a go-yaml error that carries no position (a bad

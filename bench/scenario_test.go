@@ -134,6 +134,8 @@ func TestMalformedScenarios(t *testing.T) {
 			`x.yaml:3: setting unix_socket_permissions is pgbisect's own (where the server listens): remove it from the scenario`},
 		{"initdb trust", "initdb: [--data-checksums, -A, trust]\n" + baseScenario, nil,
 			`x.yaml:1: initdb option "-A" sets who may connect, which is pgbisect's own: remove it`},
+		{"go-yaml panics", "settings:\nworkload:\n -  sql: 0\nmetrics: ! 0", nil, // found by FuzzLoad
+			`x.yaml: the YAML parser could not read this file (runtime error: invalid memory address or nil pointer dereference): check its syntax, tags (!) and anchors (&, *) first`},
 		{"unknown override", baseScenario, map[string]string{"sclae": "3"},
 			`x.yaml: --set sclae: the scenario has no variable "sclae" (did you mean "scale"?)`},
 	}

@@ -162,7 +162,7 @@ func mailPatches(name string, msg []byte) ([]Patch, error) {
 		// Not a parseable mail after all: try it as a diff.
 		p, perr := parseDiff(name, "", msg)
 		if perr != nil || p == nil {
-			return nil, fmt.Errorf("patch %s: not a mail (%v) and not a diff", name, err)
+			return nil, fmt.Errorf("patch %s: not a mail (%s) and not a diff", name, clip(err.Error()))
 		}
 		return []Patch{*p}, nil
 	}
@@ -183,6 +183,19 @@ func mailPatches(name string, msg []byte) ([]Patch, error) {
 		return nil
 	})
 	return out, err
+}
+
+// maxQuote bounds what an error quotes of a patch: net/mail's errors
+// quote a malformed header line whole, and a patch comes from outside
+// (a GitHub comment's attachment): its errors go back in the reply.
+const maxQuote = 200
+
+// clip shortens msg to maxQuote bytes, marking the cut.
+func clip(msg string) string {
+	if len(msg) <= maxQuote {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:maxQuote], "") + "..."
 }
 
 // header is the part of a MIME header walkPart reads.

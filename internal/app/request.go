@@ -177,6 +177,12 @@ func (r BisectRequest) Validate() error {
 	if r.MinEffect < 0 || r.MinEffect >= 1 {
 		return badRequest("--min-effect %g is out of range: it is a fraction, 0.05 means 5%%", r.MinEffect)
 	}
+	if r.Alpha < 0 || r.Alpha >= 0.5 {
+		return badRequest("--alpha %g is out of range: use a small probability such as 0.01", r.Alpha)
+	}
+	if r.MaxSamples < 0 {
+		return badRequest("--max-samples %d: give a number of samples per side, or 0 for the default", r.MaxSamples)
+	}
 	if r.MaxTime < 0 {
 		return badRequest("--max-time %s is negative: give the longest the whole bisection may take, such as 8h", r.MaxTime)
 	}
@@ -318,17 +324,6 @@ type LegacyJob struct {
 // an older pgbisect queued as a command line gives a *LegacyJob and an
 // error matching ErrLegacyJob.
 func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(args, &probe); err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	if _, ok := probe["argv"]; ok && kind == "bisect" {
-		var l LegacyJob
-		if err := json.Unmarshal(args, &l); err != nil {
-			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-		}
-		return nil, &l, ErrLegacyJob
-	}
 	var r Request
 	switch kind {
 	case "bisect":
@@ -342,7 +337,20 @@ func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, erro
 	case "deliver":
 		r = &DeliverRequest{}
 	default:
-		return nil, nil, fmt.Errorf("unknown request kind %q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+		// %.64q: a kind is a short word; the error quotes no more of one
+		// (FuzzDecodeRequest).
+		return nil, nil, fmt.Errorf("unknown request kind %.64q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(args, &probe); err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	if _, ok := probe["argv"]; ok && kind == "bisect" {
+		var l LegacyJob
+		if err := json.Unmarshal(args, &l); err != nil {
+			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+		}
+		return nil, &l, ErrLegacyJob
 	}
 	dec := json.NewDecoder(strings.NewReader(string(args)))
 	dec.DisallowUnknownFields()

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -126,6 +127,13 @@ func intakeParser(cfg *config.Config, patches intakePatches) func(ctx context.Co
 	return func(ctx context.Context, args []string) (intake.Request, error) {
 		if len(args) == 0 {
 			return intake.Request{}, errors.New("there is no command after the handle: try `bisect SCENARIO --good REV --bad REV`, `compare SCENARIO A B`, `status` or `cancel ID`")
+		}
+		for _, a := range args {
+			// JSON, the queue's format, would turn such bytes into U+FFFD:
+			// the job would not run the revision written.
+			if !utf8.ValidString(a) {
+				return intake.Request{}, fmt.Errorf("%q is not valid UTF-8: write revisions and names as text", a)
+			}
 		}
 		cmd, rest := args[0], args[1:]
 		switch cmd {

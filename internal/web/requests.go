@@ -116,7 +116,8 @@ func decodeRequest(body io.Reader) (Request, error) {
 		}
 		return req, &FieldError{"", fmt.Sprintf("the body is not a JSON request object: %v", err)}
 	}
-	if dec.More() {
+	// dec.More would take a stray ] or } after the object for the end.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return req, &FieldError{"", "the body holds more than one JSON value"}
 	}
 	return req, req.check()
