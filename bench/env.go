@@ -37,6 +37,10 @@ type Environment struct {
 	Settings      map[string]string `json:"settings,omitempty"` // effective non-default server settings
 	CachesDropped bool              `json:"caches_dropped,omitempty"`
 	Warnings      []string          `json:"warnings,omitempty"`
+	// Counter is what counted the sample's instructions metrics (perf or
+	// valgrind); "" when it has none. Counts of different counters are
+	// never compared (CheckCounter).
+	Counter string `json:"counter,omitempty"`
 }
 
 // Fingerprint describes the machine; dataDir selects the filesystem

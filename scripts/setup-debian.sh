@@ -19,7 +19,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 PKGS=(build-essential bison flex perl libreadline-dev zlib1g-dev pkg-config
 	ccache dpkg-dev git ca-certificates postgresql-15 postgresql-client-15 procps
-	chromium fonts-liberation linux-perf
+	chromium fonts-liberation linux-perf valgrind
 	systemd)  # systemd-analyze verifies the shipped daemon unit (it is not PID 1 here)
 
 missing=()
