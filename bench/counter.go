@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/internal/proc"
 )
 
@@ -197,17 +198,20 @@ func (r *Runner) counter(ctx context.Context, sc *Scenario) (string, error) {
 }
 
 // startValgrind starts the cluster's server under valgrind cachegrind,
-// writing one output file per process into a counter directory emptied
-// first (a pid of an earlier sample may come again).
+// writing one output file per process into a new counter directory for
+// this start (a pid of an earlier start may come again, and the earlier
+// postmaster writes its own file after pg_ctl saw it stop: it removes
+// postmaster.pid before valgrind's exit).
 func (c *cluster) startValgrind(ctx context.Context, timeout time.Duration) error {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {
 		return errors.New("counter valgrind: valgrind is not installed: apt-get install valgrind")
 	}
-	dir := c.counterDir()
-	if err := os.RemoveAll(dir); err != nil {
-		return err
+	if c.counterStarts > 0 {
+		_ = os.RemoveAll(c.counterDir()) // best effort: see above
 	}
+	c.counterStarts++
+	dir := c.counterDir()
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the counter directory: %w", err)
 	}
@@ -227,7 +231,9 @@ func (c *cluster) startValgrind(ctx context.Context, timeout time.Duration) erro
 	return c.start(ctx, max(timeout, 2*time.Minute))
 }
 
-func (c *cluster) counterDir() string { return filepath.Join(c.dir, "counter") }
+func (c *cluster) counterDir() string {
+	return filepath.Join(c.dir, "counter-"+strconv.Itoa(c.counterStarts))
+}
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -460,3 +466,34 @@ func (ps *perfStat) cleanup() {
 	}
 	os.RemoveAll(ps.dir)
 }
+
+// Native returns the scenario measured without a counter: every
+// instructions metric becomes the recorded elapsed time of its step,
+// named NativeTime(metric). A finding judged on counts shows these times
+// of the culprit against its parent (never judged: a count cannot see
+// waiting, a time can, and the two need not agree). A scenario without
+// instructions metrics is returned as it is. The copy is made once, so
+// its samples share clusters.
+func (s *Scenario) Native() *Scenario {
+	if !s.counted() {
+		return s
+	}
+	if s.native != nil {
+		return s.native
+	}
+	n := *s
+	n.native = nil
+	n.metrics = nil
+	for _, m := range s.metrics {
+		if m.Value == "instructions" {
+			m = Metric{Name: NativeTime(m.Name), Step: m.Step, Value: "elapsed", Unit: "s", Direction: stats.LowerIsBetter, Record: true, scale: 1}
+		}
+		n.metrics = append(n.metrics, m)
+	}
+	s.native = &n
+	return s.native
+}
+
+// NativeTime names the elapsed-time metric Native puts in place of an
+// instructions metric.
+func NativeTime(metric string) string { return metric + ".native_time" }

@@ -167,3 +167,32 @@ func TestParseCounterOutput(t *testing.T) {
 		t.Error("no summary accepted")
 	}
 }
+
+func TestNativeScenario(t *testing.T) {
+	sc, err := Load([]byte(countedScenario), "counted.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := sc.Native()
+	if n.counted() || n != sc.Native() {
+		t.Fatalf("native copy counts (%v) or is made twice", n.counted())
+	}
+	var names []string
+	for _, m := range n.MetricSpecs() {
+		names = append(names, m.Name+"="+m.Step+"/"+m.Value)
+		if m.Name == NativeTime("copy_instructions") && (!m.Record || m.Unit != "s") {
+			t.Errorf("native time of copy: %+v", m)
+		}
+	}
+	want := "copy_instructions.native_time=copy/elapsed scan_instructions.native_time=scan/elapsed copy_time=copy/elapsed"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("native metrics %s, want %s", got, want)
+	}
+	if !sc.counted() || len(sc.MetricSpecs()) != 3 || sc.MetricSpecs()[0].Value != "instructions" {
+		t.Error("Native changed the scenario itself")
+	}
+	plain, _ := Load([]byte("workload:\n  - {name: q, sql: SELECT 1}\nmetrics:\n  - {name: t, step: q, value: elapsed}\n"), "p.yaml", nil)
+	if plain.Native() != plain {
+		t.Error("a scenario without counts should be its own native form")
+	}
+}

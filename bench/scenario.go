@@ -108,6 +108,7 @@ type Scenario struct {
 	axes    []axis            // the matrix, in file order
 	metrics []Metric
 	byVer   []versionSpec // SettingsByVersion, parsed
+	native  *Scenario     // Native's copy, made once
 	ast     *ast.File
 }
 

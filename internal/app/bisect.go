@@ -216,7 +216,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String()})
 	}}
 	eng.Guide = bisectGuide{repo: repo, job: bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID,
-		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}}.guide
+		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc.Native(), Point: point}}.guide
 	err = eng.Run(ctx, st)
 	events()
 	if err != nil {
@@ -235,7 +235,8 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		runs = *req.ProfileRuns
 	}
 	bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
-		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc, Point: point}.profileCulprits(ctx, f)
+		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc.Native(), Point: point}.profileCulprits(ctx, f)
+	bisectNativeTimes(ctx, sink, runner, bb, sc, metric, point, m.counter(ctx), f)
 	f.Reverts = RevertChecks(ctx, sink, RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
 		Thresholds: st.Inputs.Thresholds, StateDir: a.opts.StateDir, ID: st.ID, Skip: req.NoRevertCheck}, f)
 	var box *store.Store
