@@ -414,7 +414,8 @@ func (ps *perfStat) command(ctx context.Context, cmd string) error {
 	got := make(chan error, 1)
 	go func() {
 		line, err := ps.ack.ReadString('\n')
-		if err == nil && strings.TrimSpace(line) != "ack" {
+		// perf writes "ack\n\x00" (the string's NUL too).
+		if err == nil && strings.Trim(line, "\x00 \n") != "ack" {
 			err = fmt.Errorf("perf answered %q", line)
 		}
 		got <- err

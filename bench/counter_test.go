@@ -196,3 +196,50 @@ func TestNativeScenario(t *testing.T) {
 		t.Error("a scenario without counts should be its own native form")
 	}
 }
+
+// TestPerfPathWithSoftwareEvent drives the perf counter for real on a
+// machine without hardware counters: the same attach, control fifo and
+// parsing with perf's task-clock (msec of CPU) in place of instructions.
+// On hardware counters the event is instructions:u; that was not run here.
+func TestPerfPathWithSoftwareEvent(t *testing.T) {
+	bin := pgBin(t)
+	if _, err := exec.LookPath("perf"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("perf is not installed: run scripts/setup-debian.sh (linux-perf)")
+		}
+		t.Skip("perf is not installed")
+	}
+	old := perfEvent
+	perfEvent = "task-clock"
+	defer func() { perfEvent = old }()
+	if ok, why := perfCounts(context.Background()); !ok {
+		t.Skipf("perf cannot count task-clock here: %s", why)
+	}
+	sc, err := Load([]byte(strings.Replace(countedScenario, "counter: valgrind", "counter: perf", 1)), "perf.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newTestRunner(t)
+	defer r.Close(context.Background())
+	s, err := r.Run(context.Background(), sc, Target{Name: "pg15", BinDir: bin}, Point{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// task-clock of the step's backend in ms: more than nothing, less
+	// than the whole step took (the server did not run under valgrind).
+	copyMS, copyS := s.Values["copy_instructions"], s.Values["copy_time"]
+	if s.Env.Counter != CounterPerf || !(copyMS > 0) || copyMS > 1000*copyS*1.5+50 {
+		t.Errorf("perf: counter %q, copy backend %.1f ms of CPU in a %.3f s step", s.Env.Counter, copyMS, copyS)
+	}
+	t.Logf("copy backend task-clock %.1f ms, step %.3f s; scan %.1f ms", copyMS, copyS, s.Values["scan_instructions"])
+
+	// A pgbench step cannot be counted by perf.
+	pg, err := Load([]byte("counter: perf\nworkload:\n  - {name: b, pgbench: {args: [-i, -s, \"1\"]}}\nmetrics:\n  - {name: n, step: b, value: instructions}\n"), "pg.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background(), pg, Target{Name: "pg15", BinDir: bin}, Point{})
+	if err == nil || !strings.Contains(err.Error(), "cannot follow the sessions a pgbench step opens: use counter: valgrind") {
+		t.Errorf("pgbench under perf: %v", err)
+	}
+}
