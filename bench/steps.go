@@ -106,19 +106,18 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 	}
 	res.elapsed = time.Since(start)
 	res.values["elapsed"] = res.elapsed.Seconds()
+	// perf stops counting while the backend it watches lives; valgrind's
+	// counts are written when the step's processes exit.
+	if cp != nil && cp.perf != nil {
+		err = finishCount(ctx, cp, err, &res)
+	}
 	if own != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_ = own.Close(cctx)
 		cancel()
 	}
-	if cp != nil && err == nil {
-		if v, _, cerr := cp.finish(ctx); cerr != nil {
-			err = cerr
-		} else {
-			res.values["instructions"] = v
-		}
-	} else if cp != nil && cp.perf != nil {
-		cp.perf.kill()
+	if cp != nil && cp.perf == nil {
+		err = finishCount(ctx, cp, err, &res)
 	}
 	if pr != nil {
 		if perr := pr.finish(ctx, &res); err == nil {
@@ -131,6 +130,23 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 		}
 	}
 	return res, err
+}
+
+// finishCount ends a step's count and records it, unless the step
+// failed (err), which it returns as it is.
+func finishCount(ctx context.Context, cp *countProbe, err error, res *stepResult) error {
+	if err != nil {
+		if cp.perf != nil {
+			cp.perf.kill()
+		}
+		return err
+	}
+	v, _, err := cp.finish(ctx)
+	if err != nil {
+		return err
+	}
+	res.values["instructions"] = v
+	return nil
 }
 
 // startStepCount opens the counted step's own session (for the steps that
