@@ -64,6 +64,9 @@ func TestValgrindCountsReal(t *testing.T) {
 				t.Errorf("sample %d: %s = %v, want millions", i, k, s.Values[k])
 			}
 		}
+		if !strings.HasSuffix(s.Env.String(), ", instructions counted by valgrind") {
+			t.Errorf("environment line does not name the counter: %s", s.Env.String())
+		}
 		t.Logf("sample %d: copy %.0f, scan %.0f instructions; copy %.2fs under valgrind; sample %.1fs",
 			i, s.Values["copy_instructions"], s.Values["scan_instructions"], s.Values["copy_time"], s.Elapsed.Seconds())
 		samples = append(samples, s)

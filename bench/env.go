@@ -75,8 +75,12 @@ func Fingerprint(ctx context.Context, dataDir string) Environment {
 
 // String is a one-line summary for logs and reports.
 func (e Environment) String() string {
-	return fmt.Sprintf("linux %s, %s, %d cores, %.1f GiB, governor %s, THP %s, %s, load %.2f",
+	s := fmt.Sprintf("linux %s, %s, %d cores, %.1f GiB, governor %s, THP %s, %s, load %.2f",
 		e.Kernel, e.CPU, e.Cores, float64(e.MemoryBytes)/(1<<30), e.Governor, e.THP, e.Filesystem, e.LoadAvg[0])
+	if e.Counter != "" {
+		s += ", instructions counted by " + e.Counter
+	}
+	return s
 }
 
 func firstLine(path string) string {
