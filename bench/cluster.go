@@ -43,6 +43,8 @@ type cluster struct {
 	running bool
 	setupOK bool // setup steps ran on this cluster
 	lastUse int  // Runner.uses when a sample last ran on it
+	// counterStarts counts the starts under valgrind (counter.go).
+	counterStarts int
 }
 
 // newCluster creates the directories of a new cluster (no initdb yet).

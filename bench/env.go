@@ -40,6 +40,10 @@ type Environment struct {
 	Settings      map[string]string `json:"settings,omitempty"` // effective non-default server settings
 	CachesDropped bool              `json:"caches_dropped,omitempty"`
 	Warnings      []string          `json:"warnings,omitempty"`
+	// Counter is what counted the sample's instructions metrics (perf or
+	// valgrind); "" when it has none. Counts of different counters are
+	// never compared (CheckCounter).
+	Counter string `json:"counter,omitempty"`
 }
 
 // Fingerprint describes the machine; dataDir selects the filesystem
@@ -74,8 +78,12 @@ func Fingerprint(ctx context.Context, dataDir string) Environment {
 
 // String is a one-line summary for logs and reports.
 func (e Environment) String() string {
-	return fmt.Sprintf("linux %s, %s, %d cores, %.1f GiB, governor %s, THP %s, %s, load %.2f",
+	s := fmt.Sprintf("linux %s, %s, %d cores, %.1f GiB, governor %s, THP %s, %s, load %.2f",
 		e.Kernel, e.CPU, e.Cores, float64(e.MemoryBytes)/(1<<30), e.Governor, e.THP, e.Filesystem, e.LoadAvg[0])
+	if e.Counter != "" {
+		s += ", instructions counted by " + e.Counter
+	}
+	return s
 }
 
 func firstLine(path string) string {

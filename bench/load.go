@@ -116,7 +116,7 @@ var knownKeys = []string{"name", "description", "variables", "initdb", "settings
 	"timeout", "sql", "pgbench", "copy", "explain", "shell", "args", "script", "table", "file",
 	"options", "where", "client", "argv", "step", "value", "unit", "direction", "stats", "alpha",
 	"confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time", "wait_event",
-	"interval", "record", "os", "readahead_kb", "scheduler", "vm", "between"}
+	"interval", "record", "os", "readahead_kb", "scheduler", "vm", "between", "counter"}
 
 // fieldError is a validation error at a YAML path ("$.workload[1].sql").
 type fieldError struct {
@@ -171,6 +171,13 @@ func (s *Scenario) validate(overrides map[string]string) error {
 		}
 	default:
 		return errAt("$.lifecycle", "lifecycle %q: use fresh (initdb for every sample), restart (one cluster, restarted for every sample) or warm (one running server, a checkpoint between samples)", s.Lifecycle)
+	}
+	switch s.Counter {
+	case "":
+		s.Counter = CounterAuto
+	case CounterAuto, CounterPerf, CounterValgrind:
+	default:
+		return errAt("$.counter", "counter %q: use auto (perf where the machine has hardware counters, else valgrind), perf or valgrind", s.Counter)
 	}
 	if len(s.Between) > 0 && s.Lifecycle != Warm {
 		return errAt("$.between", "between steps run on a warm server between samples: set lifecycle: warm, or move them into the workload")

@@ -104,8 +104,9 @@ type Runner struct {
 	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
-	servers      servers // each target's postgres, described (check.go)
-	noSync       bool    // the order study's control: no sync before samples
+	servers      servers           // each target's postgres, described (check.go)
+	noSync       bool              // the order study's control: no sync before samples
+	counters     map[string]string // a scenario's counter key -> the counter used (counter.go)
 }
 
 // Sweep removes what a pgbisect process of the same state directory that
@@ -182,6 +183,16 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			}
 			os.Remove(r.osRestoreFile())
 		}()
+	}
+
+	counter := ""
+	if sc.counted() {
+		if counter, err = r.counter(ctx, sc); err != nil {
+			return nil, err
+		}
+		if counter == CounterValgrind && sc.Lifecycle == Warm {
+			return nil, fmt.Errorf("scenario %s: counting under valgrind starts the server of every sample under it, which lifecycle warm keeps running: use lifecycle restart or fresh (or counter: perf on a machine with hardware counters)", sc.Name)
+		}
 	}
 
 	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}
@@ -274,7 +285,8 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	// this sample's workload, often another target's (the kernel writes a
 	// dirty page back ~30 s after it was dirtied).
 	cachesDropped := false
-	if sc.Lifecycle == Restart || sc.DropCaches {
+	// valgrind counts a server started under it: the setup ran natively.
+	if sc.Lifecycle == Restart || sc.DropCaches || counter == CounterValgrind {
 		if err := c.stop(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fail("stop", err)
 		}
@@ -284,7 +296,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		if !cachesDropped && !r.noSync {
 			syscall.Sync()
 		}
-		if err := c.start(ctx, sc.Timeouts.Start); err != nil {
+		start := c.start
+		if counter == CounterValgrind {
+			start = c.startValgrind
+		}
+		if err := start(ctx, sc.Timeouts.Start); err != nil {
 			return nil, fail("start", err)
 		}
 	} else {
@@ -303,6 +319,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		s.Env.Pgbench = filepath.Join(clientBin, "pgbench")
 	}
 	s.Env.CachesDropped = cachesDropped
+	s.Env.Counter = counter
+	if counter == CounterValgrind {
+		s.Env.Warnings = append(s.Env.Warnings, "instructions counted under valgrind: the server ran many times slower, so the times of this sample are not native times")
+	}
 	if sc.DropCaches && !cachesDropped {
 		s.Env.Warnings = append(s.Env.Warnings, "OS caches were not dropped (needs root and a writable /proc/sys/vm/drop_caches)")
 	}
@@ -315,6 +335,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			return nil, fail("warmup", err)
 		}
 	}
+	env.counter, env.counted = counter, sc.countedSteps()
 	stopProfile := r.startProfile(ctx, c, s)
 	results, err := r.phase(ctx, env, "workload", exp.workload, sc.Timeouts.Workload, label)
 	stopProfile()

@@ -526,6 +526,17 @@ func TestShippedScenariosTiny(t *testing.T) {
 				t.Errorf("settings %v", s.Env.Settings)
 			}
 		}},
+		// Counted (under valgrind here): counts of two samples alike.
+		{"copy-single-instructions.yaml", map[string]string{"rows": "2000"}, func(t *testing.T, s *Sample) {
+			if !(s.Values["copy_instructions"] > 0) || !(s.Values["parse_instructions"] > 0) || s.Values["rows"] != 2000 || s.Env.Counter == "" {
+				t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
+			}
+		}},
+		{"parallel-seqscan-instructions.yaml", map[string]string{"rows": "20000", "workers": "1"}, func(t *testing.T, s *Sample) {
+			if !(s.Values["count_instructions"] > 0) || s.Values["count"] != 20000 || s.Env.Counter == "" {
+				t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
+			}
+		}},
 		{"parallel-seqscan.yaml", map[string]string{"rows": "300000", "workers": "2"}, func(t *testing.T, s *Sample) {
 			for _, m := range []string{"execution_time", "io_read_time", "io_write_time", "shared_read", "count_time"} {
 				if _, ok := s.Values[m]; !ok {

@@ -96,6 +96,10 @@ type Scenario struct {
 	// max_samples, max_time); command-line flags override it in turn.
 	// Default: none.
 	Stats stats.Overlay `yaml:"stats"`
+	// Counter is what counts the instructions of instructions metrics:
+	// auto (perf where the machine has hardware counters, else
+	// valgrind), perf or valgrind (see counter.go). Default: auto.
+	Counter string `yaml:"counter"`
 
 	// File is the path or name the scenario was loaded from.
 	File string `yaml:"-"`
@@ -105,6 +109,7 @@ type Scenario struct {
 	axes    []axis             // the matrix, in file order
 	metrics []Metric
 	byVer   []versionSpec // SettingsByVersion, parsed
+	native  *Scenario     // Native's copy, made once
 	ast     *ast.File
 }
 
@@ -290,6 +295,7 @@ var valueKinds = map[string]valueKind{
 	"io_read_time":     {[]string{"explain"}, "ms", "lower"},
 	"io_write_time":    {[]string{"explain"}, "ms", "lower"},
 	"workers_launched": {[]string{"explain"}, "workers", ""},
+	"instructions":     {[]string{"sql", "pgbench", "copy", "explain", "shell"}, "instructions", "lower"},
 }
 
 // timeUnits are the time units per second.

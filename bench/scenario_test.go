@@ -19,7 +19,7 @@ func TestScenarioFilesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"checkpointer-walwriter-pgbench", "clog-unlogged-pgbench", "copy-concurrent",
-		"copy-single", "parallel-copy-flush-after", "parallel-seqscan"}
+		"copy-single-instructions", "copy-single", "parallel-copy-flush-after", "parallel-seqscan-instructions", "parallel-seqscan"}
 	var names []string
 	for _, f := range files {
 		sc, err := LoadFile(f)

@@ -45,6 +45,10 @@ type stepEnv struct {
 	// serverMetrics are the server-statistic metrics by step name, measured
 	// around those steps (set for workload runs only).
 	serverMetrics map[string][]Metric
+	// counted are the steps whose instructions are counted, by counter
+	// (set for the measured workload run only; counter.go).
+	counter string
+	counted map[string]bool
 }
 
 // connect opens a session to the cluster's private socket.
@@ -72,6 +76,21 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 	if err != nil {
 		return res, err
 	}
+	var cp *countProbe
+	var own *pgx.Conn // the counted step's own session
+	if env.counted[st.Name] {
+		if cp, own, err = startStepCount(ctx, env, st); err != nil {
+			if pr != nil {
+				_ = pr.finish(ctx, &res)
+			}
+			return res, err
+		}
+		shared := env.conn
+		if own != nil {
+			env.conn = own
+		}
+		defer func() { env.conn = shared }()
+	}
 	start := time.Now()
 	switch st.Kind() {
 	case "sql":
@@ -87,6 +106,19 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 	}
 	res.elapsed = time.Since(start)
 	res.values["elapsed"] = res.elapsed.Seconds()
+	// perf stops counting while the backend it watches lives; valgrind's
+	// counts are written when the step's processes exit.
+	if cp != nil && cp.perf != nil {
+		err = finishCount(ctx, cp, err, &res)
+	}
+	if own != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = own.Close(cctx)
+		cancel()
+	}
+	if cp != nil && cp.perf == nil {
+		err = finishCount(ctx, cp, err, &res)
+	}
 	if pr != nil {
 		if perr := pr.finish(ctx, &res); err == nil {
 			err = perr
@@ -98,6 +130,44 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 		}
 	}
 	return res, err
+}
+
+// finishCount ends a step's count and records it, unless the step
+// failed (err), which it returns as it is.
+func finishCount(ctx context.Context, cp *countProbe, err error, res *stepResult) error {
+	if err != nil {
+		if cp.perf != nil {
+			cp.perf.kill()
+		}
+		return err
+	}
+	v, _, err := cp.finish(ctx)
+	if err != nil {
+		return err
+	}
+	res.values["instructions"] = v
+	return nil
+}
+
+// startStepCount opens the counted step's own session (for the steps that
+// run in pgbisect's session) and starts counting.
+func startStepCount(ctx context.Context, env *stepEnv, st *Step) (*countProbe, *pgx.Conn, error) {
+	var own *pgx.Conn
+	switch st.Kind() {
+	case "sql", "copy", "explain":
+		var err error
+		if own, err = env.c.connect(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	cp, err := startCount(ctx, env.counter, env.c, own, st.Kind())
+	if err != nil {
+		if own != nil {
+			own.Close(context.WithoutCancel(ctx))
+		}
+		return nil, nil, err
+	}
+	return cp, own, nil
 }
 
 func runSQL(ctx context.Context, env *stepEnv, sql string, res *stepResult) error {

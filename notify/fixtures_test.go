@@ -261,6 +261,35 @@ var fixtures = []struct {
 	{"regression-unmeasurable", unmeasurableCulprit},
 	{"regression-reverts", revertChecked},
 	{"regression-profiled", profiledCulprits},
+	{"regression-instructions", countedCulprits},
+}
+
+// countedCulprits is twoCulprits judged on instructions counted by
+// valgrind, with the elapsed times of native runs beside each culprit:
+// the first costs time too, the second (made up) barely any.
+func countedCulprits() *finding.Finding {
+	f := twoCulprits()
+	f.ID = "20260130T020000Z-copy-single-instructions-c24e9ef330"
+	f.Scenario, f.Metric, f.Unit, f.Counter = "copy-single-instructions", "copy_instructions", "instructions", "valgrind"
+	count := func(good, bad, p float64) finding.Comparison {
+		return cmp("copy_instructions", "instructions", stats.LowerIsBetter, "", good, bad, 0.00002, 3, p, "regression")
+	}
+	f.Culprits[0].Comparisons = []finding.Comparison{count(2.214e9, 2.651e9, 0.0005)}
+	f.Culprits[0].Native = &finding.NativeTime{Step: "copy", Unit: "s", Parent: finding.Side{Median: 0.912, RelStddev: 0.061, N: 3},
+		Culprit: finding.Side{Median: 1.094, RelStddev: 0.048, N: 3}, Ratio: 1.094 / 0.912}
+	f.Culprits[1].Comparisons = []finding.Comparison{count(2.041e9, 2.214e9, 0.0005)}
+	f.Culprits[1].Native = &finding.NativeTime{Step: "copy", Unit: "s", Parent: finding.Side{Median: 0.887, RelStddev: 0.072, N: 3},
+		Culprit: finding.Side{Median: 0.902, RelStddev: 0.081, N: 3}, Ratio: 0.902 / 0.887}
+	f.Comparisons = []finding.Comparison{count(2.041e9, 2.651e9, 0.0005)}
+	for i := range f.Log {
+		f.Log[i].Median *= 1.5e8
+		for j := range f.Log[i].Samples {
+			f.Log[i].Samples[j] *= 1.5e8
+		}
+	}
+	f.Samples = 42
+	f.Reproduce = "pgbisect bisect -s copy-single-instructions --good 4b15868b69 --bad c24e9ef330 --metric copy_instructions"
+	return f
 }
 
 // revertChecked is twoCulprits with its revert checks: the first culprit's

@@ -87,6 +87,9 @@ func build(f *finding.Finding, st style, o Options) doc {
 	res.blocks = append(res.blocks, para{fmt.Sprintf("Median ± relative standard deviation of n runs, each on a freshly started server; "+
 		"change is bad against good with its %s confidence interval; p is the test that the samples differ. "+
 		"↓ lower is better, ↑ higher is better.", confidence(firstConfidence(f)))})
+	if f.Counter != "" {
+		res.blocks = append(res.blocks, para{counterNote(f, st)})
+	}
 	for _, c := range f.Culprits {
 		if len(c.Comparisons) == 0 {
 			continue
@@ -97,6 +100,9 @@ func build(f *finding.Finding, st style, o Options) doc {
 		}
 		res.blocks = append(res.blocks, para{fmt.Sprintf("%s against its parent %s%s:", commitRef(culpritTip(c), st), st.code(finding.KeyHash(c.Parent)), curve)})
 		res.blocks = append(res.blocks, comparisonTable(c.Comparisons, st))
+		if c.Native != nil {
+			res.blocks = append(res.blocks, para{nativeNote(c, st)})
+		}
 	}
 	if len(f.Comparisons) > 0 {
 		res.blocks = append(res.blocks, para{fmt.Sprintf("Endpoints, %s (good) against %s (bad):", commitRef(f.Good, st), commitRef(f.Bad, st))})
@@ -177,6 +183,25 @@ func build(f *finding.Finding, st style, o Options) doc {
 		d.sections = append(d.sections, section{blocks: []block{small{"-- \n" + footer}}})
 	}
 	return d
+}
+
+// counterNote says that the finding was judged on a count, and what a
+// count cannot see.
+func counterNote(f *finding.Finding, st style) string {
+	return fmt.Sprintf("Judged on %s, instructions counted by %s: the instructions the server executed while it served the step. "+
+		"A count barely moves from run to run, but it cannot see time spent waiting (locks, I/O, WAL flushes); "+
+		"the elapsed times below, from runs without a counter, are recorded, not judged.", st.code(f.Metric), f.Counter)
+}
+
+// nativeNote gives a culprit's elapsed time against its parent's from
+// native runs.
+func nativeNote(c finding.Culprit, st style) string {
+	n := c.Native
+	side := func(s finding.Side) string {
+		return fmt.Sprintf("%s %s ± %.1f%% (n %d)", number(s.Median), n.Unit, 100*s.RelStddev, s.N)
+	}
+	return fmt.Sprintf("Elapsed time of step %s without a counter (recorded, not judged): parent %s, culprit %s, ratio %.3f.",
+		st.code(n.Step), side(n.Parent), side(n.Culprit), n.Ratio)
 }
 
 // verdict is the one-line verdict that opens every report.

@@ -49,6 +49,7 @@ PKGS=(
 	postgresql-client-15
 	procps
 	linux-perf
+	valgrind     # cachegrind counts instructions (the instructions metric) where perf has no hardware counters
 )
 TEST_PKGS=(
 	chromium

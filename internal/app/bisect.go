@@ -240,7 +240,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 		sink(Event{Kind: KindStatus, Bisection: st.ID, Commit: s.Commit.Hash, Done: s.Done, Of: s.Of, Text: s.String(), Short: statusLine(s)})
 	}}
 	eng.Guide = bisectGuide{repo: repo, job: bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID,
-		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc, Point: point}}.guide
+		Runs: DefaultGuideRuns, Runner: runner, Builder: bb, Options: builder.Options(), Scenario: sc.Native(), Point: point}}.guide
 	err = eng.Run(ctx, st)
 	events()
 	if err != nil {
@@ -262,8 +262,11 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	if req.ProfileRuns != nil {
 		runs = *req.ProfileRuns
 	}
+	// A count's culprits get their native times before the answer: a few
+	// runs each, recorded beside the count, not judged.
+	bisectNativeTimes(ctx, sink, runner, bb, sc, metric, point, m.counter(ctx), f)
 	profiles := bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
-		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc, Point: point}
+		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc.Native(), Point: point}
 	reverts := RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,
 		Thresholds: st.Inputs.Thresholds, StateDir: a.opts.StateDir, ID: st.ID, Skip: req.NoRevertCheck}
 	var extras func(*finding.Finding)

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -61,5 +62,33 @@ func TestBisectReportListsMachines(t *testing.T) {
 	m := &bisectMeasurer{results: st, id: id, env: &bench.Environment{}}
 	if got := m.environment(ctx).Host; got != "bench-a, bench-b" {
 		t.Errorf("host %q, want the two machines", got)
+	}
+}
+
+// TestResumedBisectionKeepsItsCounter: a process resuming a bisection
+// whose samples were counted by valgrind finds that counter in the store,
+// so a sample counted by perf is refused (bisectMeasurer.measureAt).
+func TestResumedBisectionKeepsItsCounter(t *testing.T) {
+	st := storetest.Store(t)
+	ctx := context.Background()
+	id := "counter-" + t.Name()
+	info, _ := json.Marshal(bench.Environment{Kernel: "6.1", Counter: bench.CounterValgrind})
+	envID, err := st.Environment(ctx, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddSamples(ctx, []store.Sample{{BuildKey: "k", Commit: "c", Scenario: "s", Metric: "m", Value: 7.1e8, BisectionID: id, EnvironmentID: envID}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &bisectMeasurer{results: st, id: id}
+	if got := m.counter(ctx); got != bench.CounterValgrind {
+		t.Fatalf("counter of the resumed bisection %q, want valgrind", got)
+	}
+	err = bench.CheckCounter(*m.firstEnv(ctx), bench.Environment{Counter: bench.CounterPerf})
+	if err == nil || !strings.Contains(err.Error(), "samples counted by perf cannot be compared with samples counted by valgrind") {
+		t.Errorf("a perf sample in a valgrind bisection: %v", err)
+	}
+	if fresh := (&bisectMeasurer{results: st, id: "none-" + t.Name()}); fresh.counter(ctx) != "" || fresh.firstEnv(ctx) != nil {
+		t.Error("a bisection without samples has a counter")
 	}
 }

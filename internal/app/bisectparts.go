@@ -219,7 +219,12 @@ func (m *bisectMeasurer) measureAt(ctx context.Context, target bisect.Target, po
 	if !ok {
 		return 0, fmt.Errorf("scenario %s gave no value for metric %s", m.sc.Name, m.metric)
 	}
-	if m.env == nil {
+	if first := m.firstEnv(ctx); first != nil {
+		// A bisection resumed elsewhere must count as it began.
+		if err := bench.CheckCounter(*first, s.Env); err != nil {
+			return 0, err
+		}
+	} else {
 		m.env = &s.Env
 	}
 	if err := m.store(ctx, t, s, point); err != nil {
@@ -274,21 +279,39 @@ func (m *bisectMeasurer) seq() int {
 	return m.state.SamplesTaken
 }
 
+// firstEnv is the environment of the bisection's first sample, of this
+// process or an earlier one (nil before any).
+func (m *bisectMeasurer) firstEnv(ctx context.Context) *bench.Environment {
+	if m.env != nil {
+		return m.env
+	}
+	samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
+	if err != nil || len(samples) == 0 || samples[0].EnvironmentID == 0 {
+		return nil
+	}
+	info, err := m.results.EnvironmentInfo(ctx, samples[0].EnvironmentID)
+	var saved bench.Environment
+	if err != nil || json.Unmarshal(info, &saved) != nil {
+		return nil
+	}
+	m.env = &saved
+	return m.env
+}
+
+// counter is what counted the bisection's samples ("" for times).
+func (m *bisectMeasurer) counter(ctx context.Context) string {
+	if e := m.firstEnv(ctx); e != nil {
+		return e.Counter
+	}
+	return ""
+}
+
 // environment is the machine of the first sample (of this or an earlier
 // process of the same bisection).
 func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
-	e := m.env
+	e := m.firstEnv(ctx)
 	if e == nil {
-		samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
-		if err != nil || len(samples) == 0 || samples[0].EnvironmentID == 0 {
-			return finding.Environment{}
-		}
-		info, err := m.results.EnvironmentInfo(ctx, samples[0].EnvironmentID)
-		var saved bench.Environment
-		if err != nil || json.Unmarshal(info, &saved) != nil {
-			return finding.Environment{}
-		}
-		e = &saved
+		return finding.Environment{}
 	}
 	host, _ := os.Hostname()
 	if used := m.machines(ctx); used != "" {

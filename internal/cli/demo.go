@@ -203,10 +203,25 @@ func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, er
 	return h, nil
 }
 
+// demoMetric is what the demo judges: its scenario, metric and size.
+type demoMetric struct {
+	scenario, metric string
+	rows             int
+}
+
+// demoMetrics are the demo's --metric choices. Counted under valgrind a
+// row costs ~30x its native time, so the instructions demo loads fewer
+// rows: a count needs no length to average out noise.
+var demoMetrics = map[string]demoMetric{
+	"time":         {"configs/scenarios/copy-single.yaml", "copy_time", 300000},
+	"instructions": {"configs/scenarios/copy-single-instructions.yaml", "copy_instructions", 100000},
+}
+
 func demoRun(ctx context.Context, env *Env) error {
-	fs := newFlags(env, "demo", "[--rows N] [--state DIR] [-s SCENARIO] [--json]")
-	scenario := fs.String("s", "configs/scenarios/copy-single.yaml", "scenario file")
-	rows := fs.Int("rows", 300000, "rows COPY loads per sample")
+	fs := newFlags(env, "demo", "[--metric time|instructions] [--rows N] [--state DIR] [-s SCENARIO] [--json]")
+	scenario := fs.String("s", "", "scenario file (default configs/scenarios/copy-single.yaml, or copy-single-instructions.yaml with --metric instructions)")
+	metric := fs.String("metric", "time", "judge the COPY's elapsed `time` (copy_time) or the server's `instructions` (copy_instructions, counted by perf or valgrind)")
+	rows := fs.Int("rows", 0, "rows COPY loads per sample (default 300000 for time, 100000 for instructions)")
 	minEffect := fs.Float64("min-effect", 0.10, "smallest change worth a culprit, as a fraction")
 	maxSamples := fs.Int("max-samples", 30, "sample budget per side of one comparison")
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
@@ -219,6 +234,16 @@ func demoRun(ctx context.Context, env *Env) error {
 	shared := fs.Bool("shared-fixture", false, "hard-link the release from the test fixture instead of importing the tarball (tests)")
 	if _, err := parseFlags(fs, env); err != nil {
 		return err
+	}
+	demo, ok := demoMetrics[*metric]
+	if !ok {
+		return usageError("--metric %q: use time (the COPY's elapsed time) or instructions (the server's instruction count)", *metric)
+	}
+	if *scenario == "" {
+		*scenario = demo.scenario
+	}
+	if *rows == 0 {
+		*rows = demo.rows
 	}
 	if _, err := os.Stat(*scenario); errors.Is(err, os.ErrNotExist) {
 		return usageError("scenario %s not found: run the demo from the pgbisect source directory, or give -s", *scenario)
@@ -251,7 +276,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	}
 	defer a.Close()
 	out, err := a.Bisect(ctx, "", app.BisectRequest{
-		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: "copy_time",
+		Scenario: *scenario, Good: h.Good, Bad: h.Bad, Metric: demo.metric,
 		Set:           map[string]string{"rows": fmt.Sprint(*rows), "persistence": "UNLOGGED"},
 		MinEffect:     *minEffect,
 		MaxSamples:    *maxSamples,

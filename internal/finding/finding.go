@@ -75,6 +75,10 @@ type Finding struct {
 	Unit      string          `json:"unit,omitempty"`
 	Direction stats.Direction `json:"direction,omitempty"`
 	Point     string          `json:"point,omitempty"`
+	// Counter is what counted Metric when it is an instruction count
+	// (perf or valgrind; see bench's instructions metric): the report
+	// says the finding was judged on a count, which cannot see waiting.
+	Counter string `json:"counter,omitempty"`
 	// Points are the matrix points of a bisection of several points, in
 	// the scenario's order (Point is then their list, PointList); empty
 	// otherwise. Each culprit's Comparisons then hold the curve: the
@@ -184,6 +188,20 @@ type Culprit struct {
 	// Profile is where the CPU time went, culprit against parent, when
 	// they were profiled (profile.go).
 	Profile *Profile `json:"profile,omitempty"`
+	// Native is the elapsed time of the counted step, culprit against
+	// parent, from a few runs without a counter, when the finding was
+	// judged on instruction counts (Finding.Counter): recorded, not judged.
+	Native *NativeTime `json:"native,omitempty"`
+}
+
+// NativeTime is the elapsed time of the step whose instructions were
+// counted, measured natively (no counter) on the parent and the culprit.
+type NativeTime struct {
+	Step    string  `json:"step"`
+	Unit    string  `json:"unit"`
+	Parent  Side    `json:"parent"`
+	Culprit Side    `json:"culprit"`
+	Ratio   float64 `json:"ratio"` // culprit median / parent median
 }
 
 // IsRange reports whether c is a candidate range rather than one commit.

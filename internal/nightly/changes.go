@@ -67,7 +67,7 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 				for i, s := range series {
 					medians[i] = stats.Summarize(s.Values).Median
 				}
-				cps := changepoint.Detect(medians, changepoint.Options{MinMagnitude: th.MinEffect})
+				cps := seriesChanges(medians, th)
 				for k, cp := range cps {
 					lo, end := 0, len(series)
 					if k > 0 {
@@ -106,6 +106,14 @@ func (p *Pass) changePoints(ctx context.Context, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// seriesChanges finds the shifts of a nightly series of medians that
+// are at least the metric's smallest effect. The metric's own min_effect
+// sets it, so an instruction count, whose nights differ by thousandths of
+// a percent, can track a 1% step that a time's noise would hide.
+func seriesChanges(medians []float64, th stats.Thresholds) []changepoint.ChangePoint {
+	return changepoint.Detect(medians, changepoint.Options{MinMagnitude: th.MinEffect})
 }
 
 // confirm measures c.Before against c.Until afresh and acts on the verdict.

@@ -77,6 +77,10 @@ type Cluster struct {
 	Superuser string
 	// PeerUsers are further OS users that Peer admits.
 	PeerUsers []string
+	// Postgres is the server executable Start has pg_ctl run (pg_ctl -p):
+	// a wrapper that starts BinDir/postgres under a counter such as
+	// valgrind. Default: BinDir/postgres.
+	Postgres string
 }
 
 func (c *Cluster) dataDir() string {
@@ -333,7 +337,11 @@ func (c *Cluster) Run(ctx context.Context, name string, args ...string) ([]byte,
 func (c *Cluster) Start(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
-	out, err := c.Run(ctx, "pg_ctl", "-D", c.dataDir(), "-l", c.Log(), "-w", "-t", strconv.Itoa(int(timeout.Seconds())), "start")
+	args := []string{"-D", c.dataDir(), "-l", c.Log(), "-w", "-t", strconv.Itoa(int(timeout.Seconds()))}
+	if c.Postgres != "" {
+		args = append(args, "-p", c.Postgres)
+	}
+	out, err := c.Run(ctx, "pg_ctl", append(args, "start")...)
 	if err != nil {
 		return fmt.Errorf("starting the server: %w\n%s\nserver log (%s):\n%s", err, proc.Tail(string(out), 5), c.Log(), c.LogTail(30))
 	}
