@@ -50,3 +50,30 @@ metrics:
 		}
 	}
 }
+
+// TestCountResolution: an instructions metric's thresholds declare the
+// count's unit, so that identical counts decide at the first look; a time
+// metric's leave it to the data.
+func TestCountResolution(t *testing.T) {
+	sc, err := Load([]byte("workload:\n  - name: c\n    sql: SELECT 1\nmetrics:\n  - {name: n, step: c, value: instructions}\n  - {name: e, step: c, value: elapsed}\n"), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := sc.MetricSpecs()
+	if got := sc.Thresholds(stats.Thresholds{}, &ms[0], nil).Resolution; got != 1 {
+		t.Errorf("instructions: resolution %v, want 1", got)
+	}
+	if got := sc.Thresholds(stats.Thresholds{}, &ms[1], nil).Resolution; got != 0 {
+		t.Errorf("elapsed: resolution %v, want 0 (from the data)", got)
+	}
+	same := []float64{321800000, 321800000, 321800000}
+	th := sc.Thresholds(stats.Thresholds{}, &ms[0], nil)
+	th.MinEffect = 0.005
+	slower := []float64{323500000, 323500000, 323500000}
+	if c := stats.Compare(same, slower, stats.LowerIsBetter, th); c.Verdict != stats.Regression {
+		t.Errorf("identical counts 0.5%% apart at 3 a side: %v, want a regression", c.Verdict)
+	}
+	if c := stats.Compare(same, same, stats.LowerIsBetter, th); c.Verdict != stats.Same {
+		t.Errorf("identical counts at 3 a side: %v, want same", c.Verdict)
+	}
+}
