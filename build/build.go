@@ -410,7 +410,9 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 	}
 	if !exists(filepath.Join(bdir, "build.ninja")) {
 		s.setPhase("meson setup")
-		args := []string{"setup", "--prefix=" + installPrefix, "-Drpath=false"}
+		// libdir=lib: meson's default on Debian is lib/<multiarch>, where
+		// the binaries' rpath would not find libpq.
+		args := []string{"setup", "--prefix=" + installPrefix, "--libdir=lib", "-Drpath=false"}
 		for _, mo := range o.MesonOptions {
 			if !strings.HasPrefix(mo, "-") {
 				mo = "-D" + mo
@@ -422,7 +424,9 @@ func (b *Builder) compileMeson(ctx context.Context, s *session, wt *worktree, co
 		}
 		// bdir exists (empty, the build user's); meson setup accepts that.
 		args = append(args, bdir, src)
-		env := append(b.env(), "LDFLAGS=-Wl,-rpath,$ORIGIN/../lib")
+		// The rpath of configure builds (rpathdir): binaries find libpq
+		// in bin/../lib, modules in lib/postgresql in their parent.
+		env := append(b.env(), "LDFLAGS=-Wl,-rpath,$ORIGIN/../lib:$ORIGIN/..")
 		if c := ccache(); c != "" {
 			env = append(env, "CC="+c+" gcc")
 		}

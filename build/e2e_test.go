@@ -33,8 +33,15 @@ type e2eFixture struct {
 
 func newE2E(t *testing.T) *e2eFixture {
 	t.Helper()
-	pgsrctest.Require(t)
-	if err := checkTools(context.Background(), Options{}); err != nil {
+	return newE2EOf(t, pgsrc.DefaultMajor, Options{})
+}
+
+// newE2EOf is newE2E for the fixture of another major version, built with
+// opts.
+func newE2EOf(t *testing.T, major int, opts Options) *e2eFixture {
+	t.Helper()
+	pgsrctest.RequireMajor(t, major)
+	if err := checkTools(context.Background(), opts); err != nil {
 		pgsrctest.Unavailable(t, err)
 	}
 	state, err := pgsrctest.StateDir()
@@ -42,7 +49,7 @@ func newE2E(t *testing.T) *e2eFixture {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "pg.git")
-	base, err := pgsrc.NewRepo(context.Background(), dir)
+	base, err := pgsrc.NewRepoOf(context.Background(), dir, major)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +59,7 @@ func newE2E(t *testing.T) *e2eFixture {
 	}
 	j := &phaseLog{t: t}
 	log := slog.New(slog.NewTextHandler(j, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b := NewBuilder(repo, state, Options{}, j, log)
+	b := NewBuilder(repo, state, opts, j, log)
 	setBuildAs(t, b)
 	return &e2eFixture{dir: dir, base: base, repo: repo, b: b, state: state, journal: j}
 }

@@ -175,7 +175,7 @@ fi
 	wt := filepath.Join(state, "worktrees", Options{CFLAGS: "-O1", MesonOptions: []string{"cassert=true"}, Meson: true}.Hash())
 	bdir := filepath.Join(wt, "meson-build")
 	want := []string{
-		"meson dir=" + wt + " LDFLAGS=-Wl,-rpath,$ORIGIN/../lib args=setup --prefix=/pgbisect -Drpath=false -Dcassert=true -Dc_args=-O1 " + bdir + " " + filepath.Join(wt, "src"),
+		"meson dir=" + wt + " LDFLAGS=-Wl,-rpath,$ORIGIN/../lib:$ORIGIN/.. args=setup --prefix=/pgbisect --libdir=lib -Drpath=false -Dcassert=true -Dc_args=-O1 " + bdir + " " + filepath.Join(wt, "src"),
 		"ninja dir=" + bdir + " LDFLAGS= args=-j 3",
 		"meson dir=" + bdir + " LDFLAGS= args=install --no-rebuild --quiet --destdir " + filepath.Join(state, "builds", ".tmp", key.ID, "stage"),
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +114,9 @@ const (
 	demoBreak = "\nstatic int pgbisect_demo_broken = ; /* pgbisect demo: does not compile */\n"
 )
 
+// demoCopyWork18 is demoCopyWork in PostgreSQL 18's copyfromparse.c.
+var demoCopyWork18 = regexp.MustCompile(`\n\t/\* read raw fields in the next line \*/\n\tif \(!NextCopyFromRawFields[A-Za-z]*\(cstate, &field_strings, &fldct[^)]*\)\)\n\t\treturn false;\n`)
+
 // demoEdit returns the edit of one step.
 func demoEdit(s demoStep, n int) func(old string) (string, error) {
 	return func(old string) (string, error) {
@@ -124,10 +128,17 @@ func demoEdit(s demoStep, n int) func(old string) (string, error) {
 		case "regress":
 			return old + fmt.Sprintf("-- pgbisect demo: neutral test change %d\n", n), nil
 		case "copy-regression":
-			if !strings.Contains(old, demoCopyWork) {
-				return "", fmt.Errorf("%s: NextCopyFrom's read of the raw fields not found", s.path)
+			if strings.Contains(old, demoCopyWork) {
+				return strings.Replace(old, demoCopyWork, demoCopyWork+demoCopyInjected, 1), nil
 			}
-			return strings.Replace(old, demoCopyWork, demoCopyWork+demoCopyInjected, 1), nil
+			// PostgreSQL 18 reads the raw fields of text and CSV rows in
+			// CopyFromTextLikeOneRow, one level less indented.
+			m := demoCopyWork18.FindStringIndex(old)
+			if m == nil {
+				return "", fmt.Errorf("%s: the per-row read of the raw fields (NextCopyFrom, CopyFromTextLikeOneRow) not found", s.path)
+			}
+			injected := strings.ReplaceAll(demoCopyInjected, "\n\t\t", "\n\t")
+			return old[:m[1]] + injected + old[m[1]:], nil
 		case "int-regression":
 			i := strings.Index(old, "\npg_strtoint32(const char *s)")
 			j := strings.Index(old[max(i, 0):], demoIntDigit)
@@ -178,8 +189,23 @@ func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, er
 	if err != nil {
 		return nil, fmt.Errorf("preparing the demo repository: %w", err)
 	}
+	h, err := demoCommits(dir, base, demoSteps)
+	if err != nil {
+		return nil, err
+	}
+	data, _ := json.MarshalIndent(h, "", "  ")
+	if err := os.WriteFile(meta, data, 0o644); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// demoCommits adds steps to the repository at dir, whose branch is at
+// base, one deterministic commit each, and returns the history and its
+// truth.
+func demoCommits(dir, base string, steps []demoStep) (*demoHistory, error) {
 	h := &demoHistory{Dir: dir, Good: base}
-	for i, s := range demoSteps {
+	for i, s := range steps {
 		hash, err := pgsrc.Commit(dir, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
 			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})
 		if err != nil {
@@ -196,10 +222,6 @@ func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, er
 		}
 	}
 	h.Bad = h.Commits[len(h.Commits)-1]
-	data, _ := json.MarshalIndent(h, "", "  ")
-	if err := os.WriteFile(meta, data, 0o644); err != nil {
-		return nil, err
-	}
 	return h, nil
 }
 

@@ -35,12 +35,19 @@ func TestRoot() (string, error) {
 	return root, nil
 }
 
-// SharedRepo returns the fixture repository (imported once from Tarball
-// into TestRoot()/fixture, under a file lock, and reused by every later
-// test and test run) and the hash of its one commit. Treat it as read-only:
-// to add commits, make your own copy with NewRepo.
+// SharedRepo returns the PostgreSQL 15 fixture repository (SharedRepoOf
+// DefaultMajor).
 func SharedRepo(ctx context.Context) (dir, base string, err error) {
-	tarball, err := Tarball()
+	return SharedRepoOf(ctx, DefaultMajor)
+}
+
+// SharedRepoOf returns the fixture repository of a major version (imported
+// once from TarballOf(major) into TestRoot()/fixture, under a file lock,
+// and reused by every later test and test run) and the hash of its one
+// commit. Treat it as read-only: to add commits, make your own copy with
+// NewRepoOf.
+func SharedRepoOf(ctx context.Context, major int) (dir, base string, err error) {
+	tarball, err := TarballOf(major)
 	if err != nil {
 		return "", "", err
 	}
@@ -87,12 +94,18 @@ func SharedRepo(ctx context.Context) (dir, base string, err error) {
 	return dir, base, nil
 }
 
-// NewRepo creates a bare repository at dir holding the fixture's base
-// commit on branch master (objects are hard-linked from SharedRepo, so it
-// takes well under a second) and returns the base hash. Add commits with
-// Commit; they are this repository's alone.
+// NewRepo creates a copy of the PostgreSQL 15 fixture (NewRepoOf
+// DefaultMajor).
 func NewRepo(ctx context.Context, dir string) (string, error) {
-	shared, base, err := SharedRepo(ctx)
+	return NewRepoOf(ctx, dir, DefaultMajor)
+}
+
+// NewRepoOf creates a bare repository at dir holding the base commit of
+// the fixture of a major version on branch master (objects are hard-linked
+// from SharedRepoOf, so it takes well under a second) and returns the base
+// hash. Add commits with Commit; they are this repository's alone.
+func NewRepoOf(ctx context.Context, dir string, major int) (string, error) {
+	shared, base, err := SharedRepoOf(ctx, major)
 	if err != nil {
 		return "", err
 	}

@@ -1,5 +1,6 @@
-// Package pgsrc turns Debian's PostgreSQL 15 source tarball into a git
-// repository, the fixture of pgbisect's end-to-end tests and demo.
+// Package pgsrc turns Debian's PostgreSQL source tarballs (15 by default;
+// 13 and 18 too, see TarballOf) into git repositories, the fixtures of
+// pgbisect's end-to-end tests and demo.
 //
 // Every commit it makes is deterministic (fixed author, given dates, trees
 // written straight into the object store), so the same tarball gives the
@@ -43,16 +44,26 @@ const Branch = "master"
 // DefaultDir is where scripts/setup-debian.sh puts the source tarball.
 const DefaultDir = "/var/cache/pgbisect/pgsrc"
 
-// Tarball returns the path of the postgresql-15 orig tarball in
+// DefaultMajor is the major version of the fixture most tests and the demo
+// use: Debian bookworm's PostgreSQL 15.
+const DefaultMajor = 15
+
+// Tarball returns the path of the postgresql-15 orig tarball (TarballOf
+// DefaultMajor).
+func Tarball() (string, error) { return TarballOf(DefaultMajor) }
+
+// TarballOf returns the path of the postgresql-<major> orig tarball in
 // $PGBISECT_PGSRC_DIR or DefaultDir (the newest, if several).
-func Tarball() (string, error) {
+// scripts/setup-debian.sh downloads those of 13, 15 and 18.
+func TarballOf(major int) (string, error) {
 	dir := os.Getenv("PGBISECT_PGSRC_DIR")
 	if dir == "" {
 		dir = DefaultDir
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "postgresql-15_*.orig.tar.*"))
+	pattern := fmt.Sprintf("postgresql-%d_*.orig.tar.*", major)
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
 	if len(matches) == 0 {
-		return "", fmt.Errorf("no postgresql-15 source tarball (postgresql-15_*.orig.tar.*) in %s: run scripts/setup-debian.sh as root to download it (or set PGBISECT_PGSRC_DIR)", dir)
+		return "", fmt.Errorf("no postgresql-%d source tarball (%s) in %s: run scripts/setup-debian.sh as root to download it (or set PGBISECT_PGSRC_DIR)", major, pattern, dir)
 	}
 	sort.Strings(matches)
 	return matches[len(matches)-1], nil

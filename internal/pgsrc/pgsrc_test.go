@@ -114,3 +114,25 @@ func TestCommitEditError(t *testing.T) {
 		t.Errorf("Commit error = %v, want boom", err)
 	}
 }
+
+// TestTarballOf finds each major version's tarball (the newest of several)
+// and names the missing one and the fix.
+func TestTarballOf(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"postgresql-13_13.15.orig.tar.bz2", "postgresql-13_13.16.orig.tar.bz2",
+		"postgresql-18_18.6.orig.tar.bz2", "postgresql-18_18.6-3.dsc"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PGBISECT_PGSRC_DIR", dir)
+	for major, want := range map[int]string{13: "postgresql-13_13.16.orig.tar.bz2", 18: "postgresql-18_18.6.orig.tar.bz2"} {
+		if got, err := TarballOf(major); err != nil || filepath.Base(got) != want {
+			t.Errorf("TarballOf(%d) = %q, %v; want %s", major, got, err, want)
+		}
+	}
+	_, err := Tarball()
+	if err == nil || !strings.Contains(err.Error(), "no postgresql-15 source tarball") || !strings.Contains(err.Error(), "setup-debian.sh") {
+		t.Errorf("Tarball() without a 15 tarball: %v", err)
+	}
+}

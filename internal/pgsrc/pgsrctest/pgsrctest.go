@@ -39,7 +39,14 @@ func StateDir() (string, error) {
 // scripts/setup-debian.sh first) and skips otherwise.
 func Require(t testing.TB) (dir, base string) {
 	t.Helper()
-	dir, base, err := pgsrc.SharedRepo(context.Background())
+	return RequireMajor(t, pgsrc.DefaultMajor)
+}
+
+// RequireMajor is Require for the fixture of another major version (13 or
+// 18; see pgsrc.TarballOf).
+func RequireMajor(t testing.TB, major int) (dir, base string) {
+	t.Helper()
+	dir, base, err := pgsrc.SharedRepoOf(context.Background(), major)
 	if err != nil {
 		Unavailable(t, err)
 	}
