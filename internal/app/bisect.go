@@ -516,23 +516,11 @@ func extrasDone(f *finding.Finding) string {
 // updatePost edits the posts of finding id, recorded in box, to show the
 // finding as it is now (notify.Poster.UpdateFinding).
 func (a *App) updatePost(ctx context.Context, box *store.Store, id string, sink Sink) error {
-	p, err := notify.NewPoster(a.opts.GitHub)
-	if err != nil {
+	return a.withPoster(ctx, box, id, func(p *notify.Poster, cur finding.Outgoing) error {
+		edited, err := p.UpdateFinding(ctx, cur.Finding, cur.Posts)
+		for _, pst := range edited {
+			sink.note("updated: %s", PostLine(pst))
+		}
 		return err
-	}
-	p.Log = a.log
-	unlock, err := box.Lock(ctx, store.PostLock)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	cur, err := box.LoadFinding(ctx, id)
-	if err != nil {
-		return err
-	}
-	edited, err := p.UpdateFinding(ctx, cur.Finding, cur.Posts)
-	for _, pst := range edited {
-		sink.note("updated: %s", PostLine(pst))
-	}
-	return err
+	})
 }

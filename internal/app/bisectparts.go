@@ -387,6 +387,19 @@ func bisectReproduce(st *bisect.State) string {
 
 // post posts a finding recorded in box, as 'pgbisect post ID' does.
 func (a *App) post(ctx context.Context, box *store.Store, id string, sink Sink) error {
+	return a.withPoster(ctx, box, id, func(p *notify.Poster, cur finding.Outgoing) error {
+		posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error { return box.MarkPosted(ctx, id, pst) })
+		for _, pst := range posts {
+			sink.note("posted: %s", PostLine(pst))
+		}
+		return err
+	})
+}
+
+// withPoster runs do with a poster of the configured GitHub target and
+// finding id as the store has it now, under the store's post lock, so that
+// posting and editing a finding's posts never race another process.
+func (a *App) withPoster(ctx context.Context, box *store.Store, id string, do func(*notify.Poster, finding.Outgoing) error) error {
 	p, err := notify.NewPoster(a.opts.GitHub)
 	if err != nil {
 		return err
@@ -401,11 +414,7 @@ func (a *App) post(ctx context.Context, box *store.Store, id string, sink Sink) 
 	if err != nil {
 		return err
 	}
-	posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error { return box.MarkPosted(ctx, id, pst) })
-	for _, pst := range posts {
-		sink.note("posted: %s", PostLine(pst))
-	}
-	return err
+	return do(p, cur)
 }
 
 // onceHandler passes each distinct warning message once: a bisection takes
