@@ -238,16 +238,19 @@ func checkCulpritProfile(t *testing.T, c finding.Culprit, fn, reportDir string) 
 		}
 		if i < 5 && r.Function == fn {
 			found = true
-			if r.P > 0.01 || r.Change <= 0 {
-				t.Errorf("culprit %s: %s grew %+.1f points with p %.3f, want a sure growth", c.Commit.ShortHash(), fn, 100*r.Change, r.P)
+			// The profiles stop once the top grower is shown (p < 0.05,
+			// app.profileDecided): at 4 runs a side the rank test's
+			// smallest p is 0.029.
+			if r.P >= 0.05 || r.Change <= 0 {
+				t.Errorf("culprit %s: %s grew %+.1f points with p %.3f, want a growth shown (p < 0.05)", c.Commit.ShortHash(), fn, 100*r.Change, r.P)
 			}
 		}
 	}
 	if !found {
 		t.Errorf("culprit %s: %s not among the top 5 self growers %v", c.Commit.ShortHash(), fn, top)
 	}
-	if p.ParentRuns != app.DefaultProfileRuns || p.CulpritRuns != app.DefaultProfileRuns {
-		t.Errorf("culprit %s: %d and %d profiled runs, want %d each", c.Commit.ShortHash(), p.ParentRuns, p.CulpritRuns, app.DefaultProfileRuns)
+	if p.ParentRuns != p.CulpritRuns || p.ParentRuns < app.ProfileFirstRuns || p.ParentRuns > app.DefaultProfileRuns {
+		t.Errorf("culprit %s: %d and %d profiled runs, want the same %d to %d each", c.Commit.ShortHash(), p.ParentRuns, p.CulpritRuns, app.ProfileFirstRuns, app.DefaultProfileRuns)
 	}
 	svg, err := os.ReadFile(filepath.Join(reportDir, p.FlameGraph))
 	if p.FlameGraph == "" || err != nil || xml.Unmarshal(svg, new(struct{})) != nil || !strings.Contains(string(svg), fn) {

@@ -26,7 +26,7 @@ import (
 var (
 	kills   = flag.Int("faults.kills", 4, "SIGKILLs of the bisecting process in TestKill9AndResume (by hand: 50)")
 	seed    = flag.Uint64("faults.seed", 1, "seed of the simulated history and of the kill times")
-	commits = flag.Int("faults.commits", 16, "commits in the simulated range")
+	commits = flag.Int("faults.commits", 64, "commits in the simulated range (enough that a run outlasts the kill times: the statistics decide large effects in a few samples)")
 )
 
 // The child process: a pgbisect bisection reduced to its engine, state
@@ -163,7 +163,9 @@ func TestKill9AndResume(t *testing.T) {
 				t.Fatalf("run %d finished before kill %d of %d: lower -faults.kills or raise -faults.commits", run, landed+1, *kills)
 			case <-time.After(time.Duration(5+rng.IntN(200)) * time.Millisecond):
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := cmd.Process.Signal(syscall.SIGKILL); errors.Is(err, os.ErrProcessDone) {
+				t.Fatalf("run %d finished before kill %d of %d: lower -faults.kills or raise -faults.commits", run, landed+1, *kills)
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			err := <-done
