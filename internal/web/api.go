@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -63,6 +64,21 @@ type bisectionItem struct {
 
 // bisectionsJSON is /api/bisections?limit=&after=.
 func (s *Server) bisectionsJSON(w http.ResponseWriter, r *http.Request) {
+	servePage(s, w, r, "/api/bisections", "bisections", s.st.BisectionsPage,
+		func(b store.BisectionSummary) string { return b.ID },
+		func(b store.BisectionSummary) bisectionItem {
+			return bisectionItem{ID: b.ID, Status: b.Status, Outcome: b.Outcome,
+				Scenario: scenarioName(b.Scenario), Metric: b.Metric, Point: b.Point, Good: b.Good, Bad: b.Bad,
+				Created: b.Created, Updated: b.Updated, URL: "/api/bisections/" + url.PathEscape(b.ID)}
+		})
+}
+
+// servePage answers one page of a listing at path: the rows load returns
+// after the cursor, each written as item(row) in the array named key,
+// and the query of the next page (named by the last row's id) unless
+// this page is the last.
+func servePage[T, I any](s *Server, w http.ResponseWriter, r *http.Request, path, key string,
+	load func(ctx context.Context, limit int, after string) ([]T, error), id func(T) string, item func(T) I) {
 	limit, after, err := pageParams(r)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
@@ -70,22 +86,20 @@ func (s *Server) bisectionsJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	bs, err := s.st.BisectionsPage(ctx, limit, after)
+	rows, err := load(ctx, limit, after)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, afterErr(err, after))
 		return
 	}
-	out := struct {
-		Bisections []bisectionItem `json:"bisections"`
-		Next       string          `json:"next,omitempty"`
-	}{Bisections: []bisectionItem{}}
-	for _, b := range bs {
-		out.Bisections = append(out.Bisections, bisectionItem{ID: b.ID, Status: b.Status, Outcome: b.Outcome,
-			Scenario: scenarioName(b.Scenario), Metric: b.Metric, Point: b.Point, Good: b.Good, Bad: b.Bad,
-			Created: b.Created, Updated: b.Updated, URL: "/api/bisections/" + url.PathEscape(b.ID)})
+	items := make([]I, 0, len(rows))
+	for _, row := range rows {
+		items = append(items, item(row))
 	}
-	if n := len(bs); n > 0 {
-		out.Next = nextPage("/api/bisections", limit, n, bs[n-1].ID)
+	out := map[string]any{key: items}
+	if n := len(rows); n > 0 {
+		if next := nextPage(path, limit, n, id(rows[n-1])); next != "" {
+			out["next"] = next
+		}
 	}
 	s.writeJSON(w, out)
 }
@@ -117,40 +131,22 @@ type findingItem struct {
 
 // findingsJSON is /api/findings?limit=&after=.
 func (s *Server) findingsJSON(w http.ResponseWriter, r *http.Request) {
-	limit, after, err := pageParams(r)
-	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, err)
-		return
-	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	fs, err := s.st.FindingsPage(ctx, limit, after)
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, afterErr(err, after))
-		return
-	}
-	out := struct {
-		Findings []findingItem `json:"findings"`
-		Next     string        `json:"next,omitempty"`
-	}{Findings: []findingItem{}}
-	for _, f := range fs {
-		it := findingItem{ID: f.ID, Kind: f.Kind, Branch: f.Branch, BisectionID: f.BisectionID, Scenario: f.Scenario,
-			Metric: f.Metric, Point: f.Point, Culprits: f.Culprits, Ratio: f.Ratio, RatioLow: f.RatioLow, RatioHigh: f.RatioHigh,
-			P: f.P, N: f.N, Created: f.Time, Issues: []string{}, URL: "/findings/" + url.PathEscape(f.ID)}
-		if it.Culprits == nil {
-			it.Culprits = []string{}
-		}
-		for _, p := range f.Posts {
-			if p.URL != "" {
-				it.Issues = append(it.Issues, p.URL)
+	servePage(s, w, r, "/api/findings", "findings", s.st.FindingsPage,
+		func(f store.Finding) string { return f.ID },
+		func(f store.Finding) findingItem {
+			it := findingItem{ID: f.ID, Kind: f.Kind, Branch: f.Branch, BisectionID: f.BisectionID, Scenario: f.Scenario,
+				Metric: f.Metric, Point: f.Point, Culprits: f.Culprits, Ratio: f.Ratio, RatioLow: f.RatioLow, RatioHigh: f.RatioHigh,
+				P: f.P, N: f.N, Created: f.Time, Issues: []string{}, URL: "/findings/" + url.PathEscape(f.ID)}
+			if it.Culprits == nil {
+				it.Culprits = []string{}
 			}
-		}
-		out.Findings = append(out.Findings, it)
-	}
-	if n := len(fs); n > 0 {
-		out.Next = nextPage("/api/findings", limit, n, fs[n-1].ID)
-	}
-	s.writeJSON(w, out)
+			for _, p := range f.Posts {
+				if p.URL != "" {
+					it.Issues = append(it.Issues, p.URL)
+				}
+			}
+			return it
+		})
 }
 
 // afterErr makes an unknown ?after= a 400: the client sent a cursor that
