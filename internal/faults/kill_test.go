@@ -26,7 +26,7 @@ import (
 var (
 	kills   = flag.Int("faults.kills", 4, "SIGKILLs of the bisecting process in TestKill9AndResume (by hand: 50)")
 	seed    = flag.Uint64("faults.seed", 1, "seed of the simulated history and of the kill times")
-	commits = flag.Int("faults.commits", 64, "commits in the simulated range (enough that a run outlasts the kill times: the statistics decide large effects in a few samples)")
+	commits = flag.Int("faults.commits", 256, "commits in the simulated range (enough that a run outlasts the kill times: the statistics decide large effects in a few samples)")
 )
 
 // The child process: a pgbisect bisection reduced to its engine, state
