@@ -79,11 +79,17 @@ func TestProfileRealServer(t *testing.T) {
 	if !slices.ContainsFunc(top, func(f string) bool { return slices.Contains(hashing, f) }) {
 		t.Errorf("top self growers %v name none of %v", top, hashing)
 	}
-	// The top named grower: "[postgres]" pools every function a stripped
-	// binary leaves unnamed, so its share moves with all of them.
-	named := slices.IndexFunc(d.TopGrowers(5, false), func(c profile.Change) bool { return !strings.HasPrefix(c.Function, "[") })
-	if named < 0 || d.TopGrowers(5, false)[named].PSelf > 0.05 {
-		t.Errorf("top named grower not sure with 4 runs a side: %+v", d.TopGrowers(5, false))
+	// The real change is sure with 4 runs a side: a hashing function among
+	// the inclusive growers has the smallest p a rank test gives at 4
+	// against 4. Self shares are not held to it: the heavy query spreads
+	// its self time over many small functions (strlen, textin, hashtext),
+	// and the biggest self grower can be this VM's noise (a spilled
+	// generate_series reading its temporary file, BufFileRead).
+	sure := slices.ContainsFunc(d.TopGrowers(5, true), func(c profile.Change) bool {
+		return slices.Contains(hashing, c.Function) && c.PInclusive <= 0.05
+	})
+	if !sure {
+		t.Errorf("no hashing function among the top inclusive growers is sure with 4 runs a side: %+v", d.TopGrowers(5, true))
 	}
 	var svg bytes.Buffer
 	if err := profile.FlameGraphSVG(&svg, "heavy vs light", profile.Merge(base), profile.Merge(culprit)); err != nil {
