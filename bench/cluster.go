@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // superuser is the cluster's bootstrap superuser; initdb is always told so

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // Instruction counts are a metric (value: instructions) that barely moves

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/pgversion"
-	"github.com/pgbisect/pgbisect/internal/proc"
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 )
 
 // Server is what a build's own postgres binary says about itself, read

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 
-	"github.com/pgbisect/pgbisect/internal/pgversion"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
 
 // versionTable is testdata/versions.txt: per kind ("setting", "wal_level",

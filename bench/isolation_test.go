@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // secretToken is what the isolation test puts in pgbisect's environment

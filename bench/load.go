@@ -18,7 +18,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 )
 
 // LoadFile reads, parses and validates the scenario at path.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/pgbisect/pgbisect/internal/fuzztest"
+	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
 )
 
 // FuzzLoad feeds the scenario loader (strict YAML, then validation) with

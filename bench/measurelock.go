@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/pgbisect/pgbisect/internal/machinelock"
+	"github.com/pgbisect/pgbisect/internal/base/machinelock"
 )
 
 // lockMeasure takes the machine lock (package machinelock) for one sample:

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/machinelock"
+	"github.com/pgbisect/pgbisect/internal/base/machinelock"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // TestMeasureLock: a sample shares the machine lock its own process holds

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pgbisect/pgbisect/internal/proc"
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 )
 
 // OSSettings are the operating-system settings that change what a

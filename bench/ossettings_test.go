@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // fakeSys builds a directory shaped like / with the given kernel files.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
-	"github.com/pgbisect/pgbisect/internal/citest"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // profiledScenario runs one query; the test picks a CPU-heavy one

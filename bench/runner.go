@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // Target is one installed PostgreSQL build to measure.

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // pgBin returns the bin directory of Debian's PostgreSQL 15 (or

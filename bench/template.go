@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
 
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 )
 
 // templates lists every templated string of the scenario with its YAML

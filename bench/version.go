@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/pgbisect/pgbisect/internal/pgversion"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
 
 // versionSpec is one settings_by_version entry as loaded: its constraint,

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/pgsrc"
-	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
 )
 
 // Run with: go test -run '^$' -bench . -benchtime 1x ./build/

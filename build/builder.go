@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // Builder builds commits of one repository with one set of options into

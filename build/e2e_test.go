@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/pgsrc"
-	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // e2eFixture is a private copy of the PostgreSQL fixture repository and a

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // buildUser returns the unprivileged user builds drop to in these tests,

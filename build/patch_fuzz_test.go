@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/fuzztest"
+	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
 )
 
 // FuzzParsePatches feeds ParsePatches, the reader of 'compare --patch'

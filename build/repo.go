@@ -15,7 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/pgbisect/pgbisect/internal/redact"
+	"github.com/pgbisect/pgbisect/internal/base/redact"
 	"io"
 	"net/url"
 	"os"

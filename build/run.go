@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // progressInterval is how often a long phase reports that it is still

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // TestBuildTimeout builds a tree whose configure never finishes: Build must

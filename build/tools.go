@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // checkTools reports, before any build starts, the tools and headers a

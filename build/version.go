@@ -9,7 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/pgbisect/pgbisect/internal/pgversion"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
 
 // Tree describes what the builder needs to know about a source tree: its

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/pgversion"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // The version lines below are copied from PostgreSQL's own trees:

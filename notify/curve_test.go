@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // TestCurveReport: a finding of several points gets the curve plot, the

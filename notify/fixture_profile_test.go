@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // profiledCulprits is the two-culprit COPY regression with "where the

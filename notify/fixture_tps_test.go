@@ -5,7 +5,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // tpsCulprit is a regression of a higher-is-better metric (pgbench tps

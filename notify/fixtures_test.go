@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Fixed findings for golden files, plots and posting tests. The numbers are

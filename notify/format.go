@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // value formats a measured value with about four significant digits and no

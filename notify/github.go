@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // GitHubOptions say where and how findings are posted.

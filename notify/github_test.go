@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
-	"github.com/pgbisect/pgbisect/internal/golden"
+	"github.com/pgbisect/pgbisect/bisect/finding"
+	"github.com/pgbisect/pgbisect/internal/testkit/golden"
 )
 
 // TestGoldenReports renders every fixed finding in every format.

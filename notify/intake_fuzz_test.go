@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/fuzztest"
+	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
 	"github.com/pgbisect/pgbisect/notify/githubtest"
 )
 

@@ -1,4 +1,4 @@
-// Package notify turns a finding of pgbisect (internal/finding: a bisected
+// Package notify turns a finding of pgbisect (bisect/finding: a bisected
 // regression, a nightly change, an endpoint check that found nothing) into
 // reports people read and into GitHub issues.
 //
@@ -16,7 +16,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Outbox is where findings wait to be posted. The results store implements

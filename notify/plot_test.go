@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // TestWriteReportPlots draws every plot of the fixed findings and checks the

@@ -3,7 +3,7 @@ package notify
 import (
 	"fmt"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // profileSection is "Where the time went": for each culprit with a

@@ -6,10 +6,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/redact"
+	"github.com/pgbisect/pgbisect/internal/base/redact"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Options adjust how a report is rendered.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // revertSection is the "Revert check" section; ok is false without checks.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // TestRevertPhrases covers the wording of the checks the golden fixture

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Target is one post a finding makes: an issue to create or comment on.

@@ -111,7 +111,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # Debian's PostgreSQL source tarballs: the PostgreSQL sources the tests and
-# the demo import into git repositories (internal/pgsrc). 15 (the demo and
+# the demo import into git repositories (internal/base/pgsrc). 15 (the demo and
 # most tests) and 18 (the meson end-to-end test and bisection) are
 # required; 13 (opt-in tests) and 17 are fetched when the mirror has them:
 # this machine's mirror answered 404 for postgresql-17's files although

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // debianBinGlob is where Debian's postgresql-NN packages put the server

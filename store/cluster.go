@@ -16,8 +16,8 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // The private cluster's fixed names. The role and the database are both

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
-	"github.com/pgbisect/pgbisect/internal/pgcluster"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // openPrivate opens a store on a private cluster under dir and registers a

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 func TestBuilds(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Imported counts what Import moved into the store and what it found there

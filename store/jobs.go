@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Jobs run on River (package internal/jobs), in the results database: its
+// Jobs run on River (package internal/front/jobs), in the results database: its
 // tables (river_job, river_leader, ...) are migrated with pgbisect's. What
 // the store keeps of them is what River does not know: leases with fencing
 // (lease.go), the machines that joined, and the rows of the queue pgbisect

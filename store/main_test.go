@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 // The tests share one private cluster, started by TestMain through the same

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 func newFinding(id string) *finding.Finding {

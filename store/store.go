@@ -16,14 +16,14 @@
 // without migrations. The store implements the engine's state saver
 // (bisect.Saver: SaveBisection, LoadBisection) and the outbox of findings
 // (notify.Outbox: Add, Pending, MarkPosted) on the model types of bisect and
-// internal/finding directly; it imports neither notify nor bench.
+// bisect/finding directly; it imports neither notify nor bench.
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	redactpkg "github.com/pgbisect/pgbisect/internal/redact"
+	redactpkg "github.com/pgbisect/pgbisect/internal/base/redact"
 	"log/slog"
 	"time"
 

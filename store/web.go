@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The read queries of the dashboard (package internal/web): lists and
+// The read queries of the dashboard (package internal/front/web): lists and
 // counts over the other tables that no other reader needs.
 
 // SeriesKey names one nightly series: a scenario, metric and point with at

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
 
 const script = `postgres 4242/4242 

@@ -52,9 +52,9 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 
 // TestLibrariesDoNotImportTheCommandLayer fails when a library package
 // (bisect, bench, build, notify, store and their subpackages,
-// internal/finding, and the application layer internal/app and
-// internal/nightly, tests included) imports internal/config or
-// internal/cli: data flows one way, from the CLI and the config that
+// bisect/finding, and the application layer internal/app and
+// internal/app/nightly, tests included) imports internal/front/config or
+// internal/front/cli: data flows one way, from the CLI and the config that
 // composes the components down to them. It also holds the library layer's
 // own rules (docs/architecture.md): the bisection engine depends on
 // bench/stats and its own types only, and notify (which renders findings)
@@ -65,8 +65,8 @@ func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 		t.Fatalf("the go tool is needed to list the packages' imports: %v", err)
 	}
 	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}} {{join .TestImports \",\"}},{{join .XTestImports \",\"}}",
-		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...", "../../internal/finding",
-		"../../internal/app/...", "../../internal/nightly/...").Output()
+		"../../bisect/...", "../../bench/...", "../../build/...", "../../notify/...", "../../store/...",
+		"../../internal/app/...", "../../internal/base/...").Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
@@ -83,20 +83,26 @@ func TestLibrariesDoNotImportTheCommandLayer(t *testing.T) {
 		f := strings.Split(line+"  ", " ")
 		pkg, imports, testImports := f[0], f[1], f[2]
 		for _, imp := range strings.Split(imports+","+testImports, ",") {
-			if strings.HasSuffix(imp, "/internal/config") || strings.HasSuffix(imp, "/internal/cli") {
-				t.Errorf("%s imports %s: give it what it needs as its own types and let internal/config convert", pkg, imp)
+			if under(imp, "internal/front") {
+				t.Errorf("%s imports %s: the front ends (cli, web, jobs, intake, config) sit above the application and the libraries; give it what it needs as its own types and let internal/front/config convert", pkg, imp)
 			}
 			if !strings.HasPrefix(imp, mod) {
 				continue
 			}
 			switch {
-			case under(pkg, "bisect") && !under(imp, "bisect") && imp != mod+"bench/stats":
-				t.Errorf("%s imports %s: the bisection engine depends on bench/stats and its own types only (findings are made from its State in internal/finding)", pkg, imp)
+			case under(pkg, "internal/base") && !under(imp, "internal/base") && !under(imp, "internal/testkit"):
+				t.Errorf("%s imports %s: the shared leaves in internal/base import only each other", pkg, imp)
+			case !under(pkg, "internal/app") && under(imp, "internal/app"):
+				t.Errorf("%s imports %s: the libraries sit below the application layer", pkg, imp)
+			case pkg == mod+"bisect" && !under(imp, "bisect") && imp != mod+"bench/stats":
+				t.Errorf("%s imports %s: the bisection engine depends on bench/stats and its own types only (findings are made from its State in bisect/finding)", pkg, imp)
+			case pkg == mod+"bisect/finding" && !under(imp, "bisect") && !under(imp, "bench") && !slices.Contains(strings.Split(testImports, ","), imp):
+				t.Errorf("%s imports %s: a finding is made from the engine's State and bench's numbers only", pkg, imp)
 			// The finding's tests may render what they made.
-			case (under(pkg, "notify") || pkg == mod+"internal/finding") && under(imp, "store"),
+			case (under(pkg, "notify") || pkg == mod+"bisect/finding") && under(imp, "store"),
 				under(pkg, "store") && under(imp, "notify"),
-				pkg == mod+"internal/finding" && under(imp, "notify") && slices.Contains(strings.Split(imports, ","), imp):
-				t.Errorf("%s imports %s: notify renders findings and store persists them; both know internal/finding, not each other", pkg, imp)
+				pkg == mod+"bisect/finding" && under(imp, "notify") && slices.Contains(strings.Split(imports, ","), imp):
+				t.Errorf("%s imports %s: notify renders findings and store persists them; both know bisect/finding, not each other", pkg, imp)
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/pgbisect/pgbisect/internal/cli"
+	"github.com/pgbisect/pgbisect/internal/front/cli"
 )
 
 // stopSignals end a run the same way: the sample in progress is abandoned

@@ -13,7 +13,7 @@ import (
 
 // TestSIGHUPStopsLikeSIGTERM: each stop signal cancels the context every
 // command runs under, as SIGTERM does (whose handling by the daemon and
-// the bisection is tested in internal/nightly and internal/cli). A child
+// the bisection is tested in internal/app/nightly and internal/front/cli). A child
 // process waits on that context; the test sends it the signal.
 func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
 	if os.Getenv("PGBISECT_SIGNAL_CHILD") != "" {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/notify/githubtest"
 	"github.com/pgbisect/pgbisect/store/storetest"

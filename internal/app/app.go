@@ -28,15 +28,15 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/machinelock"
-	"github.com/pgbisect/pgbisect/internal/proc"
-	"github.com/pgbisect/pgbisect/internal/redact"
+	"github.com/pgbisect/pgbisect/internal/base/machinelock"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/base/redact"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
 
 // Options are the parts an App is made of, each in its component's own
-// terms; internal/cli fills them from the config file and the flags.
+// terms; internal/front/cli fills them from the config file and the flags.
 type Options struct {
 	// StateDir holds builds, clusters, reports and logs (absolute).
 	StateDir string
@@ -156,7 +156,7 @@ func StoreName(url string) string {
 }
 
 // RedactURL hides a password in a connection string, in every form
-// (internal/redact).
+// (internal/base/redact).
 func RedactURL(u string) string { return redact.String(u) }
 
 // Builder returns the builder of the App's repository, opening (or

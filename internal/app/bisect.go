@@ -13,8 +13,8 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/gittest"
+	"github.com/pgbisect/pgbisect/internal/testkit/gittest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )

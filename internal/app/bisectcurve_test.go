@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // TestBisectPoints: --point takes one point, a list (';' or a repeated

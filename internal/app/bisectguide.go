@@ -11,8 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // DefaultProfileGuided says whether a bisection is profile-guided unless

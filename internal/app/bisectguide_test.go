@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // guideRepo makes a git repository in PostgreSQL's style: each commit

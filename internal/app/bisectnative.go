@@ -6,7 +6,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // NativeRuns is how many runs without a counter each culprit and its

@@ -14,10 +14,10 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
-	"github.com/pgbisect/pgbisect/internal/redact"
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/redact"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -323,7 +323,7 @@ func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
 }
 
 // machines lists the machines that measured the bisection's samples, when
-// they were recorded (daemon jobs record them; see internal/jobs): a job
+// they were recorded (daemon jobs record them; see internal/front/jobs): a job
 // taken over from a dead machine has two.
 func (m *bisectMeasurer) machines(ctx context.Context) string {
 	samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})

@@ -15,11 +15,11 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
-	"github.com/pgbisect/pgbisect/internal/gittest"
-	"github.com/pgbisect/pgbisect/internal/pgsrc/pgsrctest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/gittest"
 	"github.com/pgbisect/pgbisect/notify"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/gittest"
-	"github.com/pgbisect/pgbisect/internal/proc"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
+	"github.com/pgbisect/pgbisect/internal/testkit/gittest"
 )
 
 // TestBuilderBuildsAsRunAs: as root, the App's builder runs the commits'

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/gittest"
-	"github.com/pgbisect/pgbisect/internal/machinelock"
+	"github.com/pgbisect/pgbisect/internal/base/machinelock"
+	"github.com/pgbisect/pgbisect/internal/testkit/gittest"
 	"github.com/pgbisect/pgbisect/store"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )

@@ -3,7 +3,7 @@ package app
 import (
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/finding"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
 // Milestone is what a follower that shows only an operation's milestones

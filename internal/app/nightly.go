@@ -8,8 +8,8 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
-	"github.com/pgbisect/pgbisect/internal/finding"
-	"github.com/pgbisect/pgbisect/internal/nightly"
+	"github.com/pgbisect/pgbisect/bisect/finding"
+	"github.com/pgbisect/pgbisect/internal/app/nightly"
 	"github.com/pgbisect/pgbisect/notify"
 )
 

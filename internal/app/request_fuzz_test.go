@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/pgbisect/pgbisect/internal/fuzztest"
+	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
 )
 
 // FuzzDecodeRequest feeds DecodeRequest, which reads every queued job's

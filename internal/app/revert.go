@@ -16,8 +16,8 @@ import (
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/build"
-	"github.com/pgbisect/pgbisect/internal/finding"
 )
 
 // RevertInputs are what a revert check needs from the bisection.

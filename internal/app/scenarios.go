@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/internal/strictyaml"
+	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 )
 
 // Scenarios are the scenarios a request from someone else may name: the

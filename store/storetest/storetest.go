@@ -22,7 +22,7 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/pgbisect/pgbisect/internal/citest"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 	"github.com/pgbisect/pgbisect/store"
 )
 
