@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -15,8 +14,8 @@ import (
 // round trip through JSON, so it can wait in a queue, come from a web form
 // or a GitHub comment, and run in another process.
 type Request interface {
-	// Kind names the operation: "bisect", "compare", "run", "nightly",
-	// "deliver".
+	// Kind names the operation (kinds.go lists them: "bisect",
+	// "compare", "run", "nightly", "deliver").
 	Kind() string
 }
 
@@ -324,56 +323,26 @@ type LegacyJob struct {
 // an older pgbisect queued as a command line gives a *LegacyJob and an
 // error matching ErrLegacyJob.
 func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
-	var r Request
-	switch kind {
-	case "bisect":
-		r = &BisectRequest{}
-	case "compare":
-		r = &CompareRequest{}
-	case "run":
-		r = &RunRequest{}
-	case "nightly":
-		r = &NightlyRequest{}
-	case "deliver":
-		r = &DeliverRequest{}
-	default:
-		// %.64q: a kind is a short word; the error quotes no more of one
-		// (FuzzDecodeRequest).
-		return nil, nil, fmt.Errorf("unknown request kind %.64q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
+	k := kindOf(kind)
+	if k == nil {
+		return nil, nil, unknownKind(kind)
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(args, &probe); err != nil {
 		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
 	}
-	if _, ok := probe["argv"]; ok && kind == "bisect" {
+	if _, ok := probe["argv"]; ok && kind == (BisectRequest{}).Kind() {
 		var l LegacyJob
 		if err := json.Unmarshal(args, &l); err != nil {
 			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
 		}
 		return nil, &l, ErrLegacyJob
 	}
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(r); err != nil {
+	r, err := k.decode(args)
+	if err != nil {
 		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
 	}
-	return deref(r), nil, nil
-}
-
-func deref(r Request) Request {
-	switch v := r.(type) {
-	case *BisectRequest:
-		return *v
-	case *CompareRequest:
-		return *v
-	case *RunRequest:
-		return *v
-	case *NightlyRequest:
-		return *v
-	case *DeliverRequest:
-		return *v
-	}
-	return r
+	return r, nil, nil
 }
 
 // ErrBadRequest marks an error in what was asked (a metric the scenario

@@ -28,6 +28,32 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestKindsTable: each kind is in the table once, and every kind the
+// daemon queues has its operation (RunJob refuses the others).
+func TestKindsTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range kinds {
+		name := k.zero.Kind()
+		if seen[name] || kindOf(name) != &kinds[len(seen)] {
+			t.Errorf("kind %q is listed twice", name)
+		}
+		seen[name] = true
+		if _, ok := k.zero.(queued); ok != (k.job != nil) {
+			t.Errorf("kind %q: queued %v, but has an operation for the daemon: %v", name, k.job != nil, ok)
+		}
+		if k.job != nil && k.job.Attempts < 1 {
+			t.Errorf("kind %q is tried %d times", name, k.job.Attempts)
+		}
+	}
+	if got := strings.Join(QueuedKinds(), ","); got != "bisect,compare,nightly,deliver" {
+		t.Errorf("queued kinds %s", got)
+	}
+	err := (&App{}).RunJob(t.Context(), Job{}, RunRequest{}, nil)
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "a run request cannot be queued: the daemon runs bisect, compare, nightly, deliver") {
+		t.Errorf("a run request as a job: %v", err)
+	}
+}
+
 func TestDecodeRequestErrors(t *testing.T) {
 	_, legacy, err := DecodeRequest("bisect", json.RawMessage(`{"argv": ["--scenario", "/s.yaml", "--good", "A"], "requester": "me"}`))
 	if !errors.Is(err, ErrLegacyJob) || legacy == nil || legacy.Requester != "me" || len(legacy.Argv) != 4 {

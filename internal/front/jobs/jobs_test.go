@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -182,3 +183,43 @@ func TestMoveLegacyJobs(t *testing.T) {
 }
 
 func jsonInt(i int64) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestJobKindsAreTheQueuedKinds: River runs a worker for each kind app's
+// table queues, and for no other; each request becomes its kind's job,
+// queued with the kind's policy, and a request the daemon does not run is
+// refused with the list of those it does.
+func TestJobKindsAreTheQueuedKinds(t *testing.T) {
+	var got []string
+	for _, k := range jobKinds {
+		got = append(got, k.kind())
+	}
+	if want := app.QueuedKinds(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("job kinds %v, app queues %v: add or remove the line in jobKinds", got, want)
+	}
+	for _, r := range []app.Request{app.BisectRequest{Resume: "b"}, app.CompareRequest{}, app.NightlyRequest{}, app.DeliverRequest{}} {
+		args, opts, err := NewArgs(r, "bench-2core")
+		if err != nil || args.Kind() != r.Kind() {
+			t.Fatalf("%s: %v %v", r.Kind(), args, err)
+		}
+		data, _ := json.Marshal(args)
+		var back struct {
+			Common
+			Tick    time.Time       `json:"tick"`
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal(data, &back); err != nil || back.Class != "bench-2core" || !strings.HasPrefix(back.Key, r.Kind()+"-") {
+			t.Errorf("%s args %s: %v", r.Kind(), data, err)
+		}
+		if dec, _, err := app.DecodeRequest(args.Kind(), back.Request); err != nil || !reflect.DeepEqual(dec, r) {
+			t.Errorf("%s: the request read back is %#v (%v), want %#v", r.Kind(), dec, err, r)
+		}
+		p, _ := app.QueuePolicy(r.Kind())
+		if back.Tick.IsZero() == p.OnePerTick || (opts.Queue == PostQueue) != p.Posts || opts.MaxAttempts != p.Attempts ||
+			opts.UniqueOpts.ByArgs != p.OnePerTick {
+			t.Errorf("%s: args %s, options %+v; policy %+v", r.Kind(), data, opts, p)
+		}
+	}
+	if _, _, err := NewArgs(app.RunRequest{}, ""); err == nil || !strings.Contains(err.Error(), "the daemon runs bisect, compare, nightly, deliver") {
+		t.Errorf("a run request queued: %v", err)
+	}
+}

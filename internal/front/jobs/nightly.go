@@ -57,5 +57,5 @@ func NightlyJob(s nightly.Schedule, class string, now time.Time, req app.Nightly
 		Common:  Common{Key: fmt.Sprintf("nightly-%s-%s", class, tick.Format("20060102T150405Z")), Class: class},
 		Tick:    tick,
 		Request: req,
-	}, insertOpts(KindNightly, class)
+	}, insertOpts(req.Kind(), class)
 }

@@ -34,37 +34,39 @@ func NewQueue(st *store.Store) (*Queue, error) {
 	return &Queue{st: st, client: c}, nil
 }
 
-// Args wraps a request into its job's arguments for class ("": the
-// default), with a fresh key.
-func Args(r app.Request, class string) (river.JobArgs, error) {
-	if class == "" {
-		class = DefaultClass
+// NewArgs wraps a request into its job's arguments for class ("": the
+// default), with a fresh key, and returns them with the options they are
+// inserted with.
+func NewArgs(r app.Request, class string) (river.JobArgs, *river.InsertOpts, error) {
+	return newArgs(r, Common{Key: NewKey(r.Kind()), Class: class})
+}
+
+func newArgs(r app.Request, c Common) (river.JobArgs, *river.InsertOpts, error) {
+	if c.Class == "" {
+		c.Class = DefaultClass
 	}
-	if err := CheckClass(class); err != nil {
-		return nil, err
+	if err := CheckClass(c.Class); err != nil {
+		return nil, nil, err
 	}
-	c := Common{Key: NewKey(r.Kind()), Class: class}
-	switch req := r.(type) {
-	case app.BisectRequest:
-		return BisectArgs{Common: c, Request: req}, nil
-	case app.CompareRequest:
-		return CompareArgs{Common: c, Request: req}, nil
-	case app.NightlyRequest:
-		return NightlyArgs{Common: c, Tick: time.Now().UTC().Truncate(time.Second), Request: req}, nil
-	case app.DeliverRequest:
-		return DeliverArgs{Common: c, Request: req}, nil
+	if err := app.CheckQueued(r); err != nil {
+		return nil, nil, err
 	}
-	return nil, fmt.Errorf("a %s request cannot be queued: the daemon runs bisect, compare, nightly and deliver", r.Kind())
+	for _, k := range jobKinds {
+		if a, ok := k.args(r, c); ok {
+			return a, insertOpts(r.Kind(), c.Class), nil
+		}
+	}
+	return nil, nil, fmt.Errorf("a %s request has no job arguments in internal/front/jobs (jobKinds)", r.Kind())
 }
 
 // EnqueueTx queues request r for a machine of class in tx, so that the job
 // exists exactly when what tx records does (a GitHub comment acted on).
 func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class string) (*rivertype.JobRow, error) {
-	args, err := Args(r, class)
+	args, opts, err := NewArgs(r, class)
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.client.InsertTx(ctx, tx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+	res, err := q.client.InsertTx(ctx, tx, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("queueing a %s job: %w", r.Kind(), err)
 	}
@@ -82,11 +84,11 @@ func EventsOfRow(row *rivertype.JobRow) string {
 
 // Enqueue queues request r for a machine of class and returns the job.
 func (q *Queue) Enqueue(ctx context.Context, r app.Request, class string) (*rivertype.JobRow, error) {
-	args, err := Args(r, class)
+	args, opts, err := NewArgs(r, class)
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.client.Insert(ctx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+	res, err := q.client.Insert(ctx, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("queueing a %s job: %w", r.Kind(), err)
 	}
@@ -191,15 +193,15 @@ func (q *Queue) MoveLegacyJobs(ctx context.Context, class string, legacy func(*a
 		if err != nil {
 			return 0, err
 		}
-		args, err := Args(r, class)
+		c := Common{Key: NewKey(r.Kind()), Class: class}
+		if r.Kind() == (app.BisectRequest{}).Kind() {
+			c.Key = fmt.Sprintf("legacy-%d", j.ID)
+		}
+		args, opts, err := newArgs(r, c)
 		if err != nil {
 			return 0, err
 		}
-		if c, ok := args.(BisectArgs); ok {
-			c.Key = fmt.Sprintf("legacy-%d", j.ID)
-			args = c
-		}
-		res, err := q.client.InsertTx(ctx, tx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+		res, err := q.client.InsertTx(ctx, tx, args, opts)
 		if err != nil {
 			return 0, err
 		}
