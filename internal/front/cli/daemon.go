@@ -166,7 +166,7 @@ func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
 	var msgs bytes.Buffer
 	env := &Env{Args: l.Argv, Stderr: &msgs}
 	fs := newFlags(env, "bisect", "")
-	request := bisectFlags(fs)
+	request := app.BisectFlags(fs)
 	fs.Bool("json", false, "")
 	addStoreFlags(fs)
 	if err := parseNoArgs(fs, env, ""); err != nil {
