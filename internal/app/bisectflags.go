@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -50,6 +51,29 @@ func BisectFlags(fs *flag.FlagSet) func() BisectRequest {
 		}
 		return r
 	}
+}
+
+// Request parses the arguments of 'pgbisect bisect' an older pgbisect
+// queued. Their --config, --state, --repo and --db were the daemon's, and
+// still are; --json meant nothing in a job.
+func (l *LegacyJob) Request() (BisectRequest, error) {
+	fs := flag.NewFlagSet("bisect", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	request := BisectFlags(fs)
+	for _, name := range []string{"config", "state", "repo", "db"} {
+		fs.String(name, "", "")
+	}
+	fs.Bool("json", false, "")
+	err := fs.Parse(l.Argv)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		return BisectRequest{}, fmt.Errorf("a bisect job queued by an older pgbisect as %q: %v; queue it again with 'pgbisect request bisect'", l.Argv, err)
+	}
+	req := request()
+	req.Requester = l.Requester
+	return req, nil
 }
 
 // SetFlag collects repeated --set var=value flags: scenario variables.

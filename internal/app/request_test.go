@@ -77,3 +77,23 @@ func TestBisectRequestArgs(t *testing.T) {
 		t.Errorf("args %q, want %q", got, want)
 	}
 }
+
+// TestLegacyJobRequest: a job an older pgbisect queued as the command line
+// of 'pgbisect bisect' is read as the request it was.
+func TestLegacyJobRequest(t *testing.T) {
+	l := &LegacyJob{Argv: []string{"--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
+		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"}, Requester: "me@host"}
+	r, err := l.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BisectRequest{Scenario: "/abs/copy-single.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
+		Post: true, ReuseSamples: true, Requester: "me@host"}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("legacy job read as %+v, want %+v", r, want)
+	}
+	l.Argv = []string{"--scenario", "/abs/s.yaml", "--frobnicate"}
+	if _, err := l.Request(); err == nil || !strings.Contains(err.Error(), "queue it again") {
+		t.Errorf("unparseable legacy job: %v", err)
+	}
+}

@@ -96,7 +96,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 		return err
 	}
 	// Jobs an older pgbisect queued in its own queue move into River once.
-	if n, err := queue.MoveLegacyJobs(ctx, d.Class(), legacyBisectRequest); err != nil {
+	if n, err := queue.MoveLegacyJobs(ctx, d.Class()); err != nil {
 		return err
 	} else if n > 0 {
 		env.Log.Info("moved the jobs of the old queue into River", slog.Int("jobs", n))
@@ -157,24 +157,6 @@ func jobRequest(j jobs.Job) (app.Request, error) {
 		return nil, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	return r, nil
-}
-
-// legacyBisectRequest parses the arguments of 'pgbisect bisect' an older
-// 'pgbisect request' queued. Their --config, --state, --repo and --db were
-// the daemon's, and still are.
-func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
-	var msgs bytes.Buffer
-	env := &Env{Args: l.Argv, Stderr: &msgs}
-	fs := newFlags(env, "bisect", "")
-	request := app.BisectFlags(fs)
-	fs.Bool("json", false, "")
-	addStoreFlags(fs)
-	if err := parseNoArgs(fs, env, ""); err != nil {
-		return app.BisectRequest{}, fmt.Errorf("a bisect job queued by an older pgbisect as %q: %v; queue it again with 'pgbisect request bisect'", l.Argv, err)
-	}
-	req := request()
-	req.Requester = l.Requester
-	return req, nil
 }
 
 // daemonSink passes each event's line to the job's log, and a queued

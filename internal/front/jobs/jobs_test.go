@@ -136,14 +136,11 @@ func TestMoveLegacyJobs(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, "UPDATE jobs SET status = 'done' WHERE id = $1", done); err != nil {
 		t.Fatal(err)
 	}
-	legacy := func(l *app.LegacyJob) (app.BisectRequest, error) {
-		return app.BisectRequest{Resume: l.Argv[1], Requester: l.Requester}, nil
-	}
-	n, err := q.MoveLegacyJobs(ctx, "legacy-class", legacy)
+	n, err := q.MoveLegacyJobs(ctx, "legacy-class")
 	if err != nil || n != 2 {
 		t.Fatalf("moved %d, %v; want 2", n, err)
 	}
-	if n, err := q.MoveLegacyJobs(ctx, "legacy-class", legacy); err != nil || n != 0 {
+	if n, err := q.MoveLegacyJobs(ctx, "legacy-class"); err != nil || n != 0 {
 		t.Fatalf("second move: %d, %v; want nothing", n, err)
 	}
 	rows, err := st.Pool().Query(ctx, `SELECT j.id, r.kind, r.queue, r.args FROM jobs j JOIN river_job r ON r.id = j.river_id

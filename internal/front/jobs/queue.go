@@ -181,14 +181,14 @@ func jobOf(r *rivertype.JobRow) Job {
 
 // MoveLegacyJobs moves the jobs queued (or left running) in the queue
 // pgbisect kept before River into River, for class, in one transaction,
-// keeping their order. Each keeps its request; legacy, when a job was
-// queued as a command line by an older pgbisect, turns that into a
-// request. It returns how many moved.
-func (q *Queue) MoveLegacyJobs(ctx context.Context, class string, legacy func(*app.LegacyJob) (app.BisectRequest, error)) (int, error) {
+// keeping their order. Each keeps its request; a job an older pgbisect
+// queued as a command line becomes its request (app.LegacyJob.Request).
+// It returns how many moved.
+func (q *Queue) MoveLegacyJobs(ctx context.Context, class string) (int, error) {
 	return q.st.MoveLegacyJobs(ctx, func(tx pgx.Tx, j store.LegacyJob) (int64, error) {
 		r, l, err := app.DecodeRequest(j.Kind, j.Args)
-		if errors.Is(err, app.ErrLegacyJob) && legacy != nil {
-			r, err = legacy(l)
+		if errors.Is(err, app.ErrLegacyJob) {
+			r, err = l.Request()
 		}
 		if err != nil {
 			return 0, err
