@@ -19,13 +19,6 @@ import (
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// BisectResult is what a finished bisection leaves behind.
-type BisectResult struct {
-	State     *bisect.State
-	Finding   *finding.Finding
-	ReportDir string
-}
-
 // Bisect checks the request, then starts or resumes the bisection, runs it
 // to the end and writes its reports. Its events are recorded in the results
 // store under jobID, or, when jobID is "", under the bisection's ID from

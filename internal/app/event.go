@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -95,6 +97,13 @@ type Event struct {
 	// Bisected is a finished bisection (KindBisected), for a printer in
 	// this process: it is not part of the event's JSON.
 	Bisected *BisectResult `json:"-"`
+}
+
+// BisectResult is what a finished bisection leaves behind.
+type BisectResult struct {
+	State     *bisect.State
+	Finding   *finding.Finding
+	ReportDir string
 }
 
 // Sink receives an operation's events in order, from the goroutine that

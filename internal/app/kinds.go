@@ -1,8 +1,8 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -84,80 +84,6 @@ func CheckQueued(r Request) error {
 	return nil
 }
 
-// Job is what the daemon running a queued request tells its operation.
-type Job struct {
-	// Events names the job's events stream (store.AppendEvent), where
-	// its requester follows it from another process.
-	Events string
-	// NoPosts says the daemon posts nothing ('pgbisect daemon --no-post'):
-	// a nightly pass then queues no posting of its findings.
-	NoPosts bool
-	// Enqueue queues a follow-up request for the job's machine class (a
-	// nightly pass's findings, to post).
-	Enqueue func(context.Context, Request) error
-}
-
-// RunJob runs queued request r: the operation of its kind. The results go
-// to sink, the job's log (a bisection's as a KindBisected event).
-func (a *App) RunJob(ctx context.Context, j Job, r Request, sink Sink) error {
-	q, ok := r.(queued)
-	if err := CheckQueued(r); err != nil || !ok {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	return q.runJob(ctx, a, j, sink)
-}
-
-// queued is a request the daemon runs: its kind's operation as a job.
-type queued interface {
-	Request
-	runJob(ctx context.Context, a *App, j Job, sink Sink) error
-}
-
-// runJob runs the bisection, its events recorded under the job's stream,
-// and passes its result to the job's log.
-func (r BisectRequest) runJob(ctx context.Context, a *App, j Job, sink Sink) error {
-	sink.note("pgbisect bisect %s", strings.Join(r.Args(), " "))
-	out, err := a.Bisect(ctx, j.Events, r, sink)
-	if err != nil {
-		return err
-	}
-	sink.emit(Event{Kind: KindBisected, Bisection: out.State.ID, Bisected: out})
-	return nil
-}
-
-// runJob runs the comparison. A comparison records no events of its own:
-// they are journaled under the job's stream, so its requester can follow
-// it from another machine.
-func (r CompareRequest) runJob(ctx context.Context, a *App, j Job, sink Sink) error {
-	st, err := a.Store(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = a.Compare(ctx, r, Journal(ctx, st, j.Events, sink, a.log))
-	return err
-}
-
-// runJob runs the nightly pass; its findings are posted by a post job of
-// their own, retried on its own.
-func (r NightlyRequest) runJob(ctx context.Context, a *App, j Job, sink Sink) error {
-	r.Deliver = false
-	res, err := a.Nightly(ctx, r, sink)
-	if res != nil {
-		sink.note("nightly result: %s at %s, %d findings", res.Run.Status, res.Run.Commit, len(res.Findings))
-		if !j.NoPosts && len(res.Findings) > 0 && j.Enqueue != nil {
-			if qerr := j.Enqueue(context.WithoutCancel(ctx), DeliverRequest{}); qerr != nil {
-				sink.note("not queued for posting: %v", qerr)
-			}
-		}
-	}
-	return err
-}
-
-// runJob posts the pending findings.
-func (r DeliverRequest) runJob(ctx context.Context, a *App, _ Job, sink Sink) error {
-	return a.Deliver(ctx, r, sink)
-}
-
 // unknownKind is the error for a kind not in the table.
 func unknownKind(kind string) error {
 	var names []string
@@ -179,4 +105,51 @@ func (k *kindSpec) decode(args json.RawMessage) (Request, error) {
 		return nil, err
 	}
 	return r.Elem().Interface().(Request), nil
+}
+
+// Encode returns a request as a queue keeps it: its kind and its JSON.
+func Encode(r Request) (kind string, args json.RawMessage, err error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return "", nil, fmt.Errorf("encoding a %s request: %w", r.Kind(), err)
+	}
+	return r.Kind(), data, nil
+}
+
+// ErrLegacyJob marks a queued job stored by an older pgbisect as the
+// command line of 'pgbisect bisect' ({"argv": [...]}): DecodeRequest
+// returns it with the arguments, for the caller that knows the command's
+// flags to parse (see LegacyJob).
+var ErrLegacyJob = errors.New("a job queued as a command line")
+
+// LegacyJob is the arguments of a job queued by an older pgbisect.
+type LegacyJob struct {
+	Argv      []string `json:"argv"`
+	Requester string   `json:"requester,omitempty"`
+}
+
+// DecodeRequest reads a request back from a queue's kind and JSON. A job
+// an older pgbisect queued as a command line gives a *LegacyJob and an
+// error matching ErrLegacyJob.
+func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
+	k := kindOf(kind)
+	if k == nil {
+		return nil, nil, unknownKind(kind)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(args, &probe); err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	if _, ok := probe["argv"]; ok && kind == (BisectRequest{}).Kind() {
+		var l LegacyJob
+		if err := json.Unmarshal(args, &l); err != nil {
+			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+		}
+		return nil, &l, ErrLegacyJob
+	}
+	r, err := k.decode(args)
+	if err != nil {
+		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
+	}
+	return r, nil, nil
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -297,53 +296,6 @@ type DeliverRequest struct{}
 
 // Kind implements Request.
 func (DeliverRequest) Kind() string { return "deliver" }
-
-// Encode returns a request as a queue keeps it: its kind and its JSON.
-func Encode(r Request) (kind string, args json.RawMessage, err error) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return "", nil, fmt.Errorf("encoding a %s request: %w", r.Kind(), err)
-	}
-	return r.Kind(), data, nil
-}
-
-// ErrLegacyJob marks a queued job stored by an older pgbisect as the
-// command line of 'pgbisect bisect' ({"argv": [...]}): DecodeRequest
-// returns it with the arguments, for the caller that knows the command's
-// flags to parse (see LegacyJob).
-var ErrLegacyJob = errors.New("a job queued as a command line")
-
-// LegacyJob is the arguments of a job queued by an older pgbisect.
-type LegacyJob struct {
-	Argv      []string `json:"argv"`
-	Requester string   `json:"requester,omitempty"`
-}
-
-// DecodeRequest reads a request back from a queue's kind and JSON. A job
-// an older pgbisect queued as a command line gives a *LegacyJob and an
-// error matching ErrLegacyJob.
-func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
-	k := kindOf(kind)
-	if k == nil {
-		return nil, nil, unknownKind(kind)
-	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(args, &probe); err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	if _, ok := probe["argv"]; ok && kind == (BisectRequest{}).Kind() {
-		var l LegacyJob
-		if err := json.Unmarshal(args, &l); err != nil {
-			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-		}
-		return nil, &l, ErrLegacyJob
-	}
-	r, err := k.decode(args)
-	if err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	return r, nil, nil
-}
 
 // ErrBadRequest marks an error in what was asked (a metric the scenario
 // lacks, a revision that is not an ancestor): the command line exits 2 for
