@@ -67,14 +67,6 @@ func (Args[R]) Kind() string {
 	return r.Kind()
 }
 
-// The job arguments of the kinds the daemon runs (app.QueuedKinds).
-type (
-	BisectArgs  = Args[app.BisectRequest]
-	CompareArgs = Args[app.CompareRequest]
-	NightlyArgs = Args[app.NightlyRequest]
-	DeliverArgs = Args[app.DeliverRequest]
-)
-
 // jobKinds are the kinds River runs, one line each: the queued kinds of
 // app's table (TestJobKindsAreTheQueuedKinds holds them equal). A new job
 // kind adds its line here.

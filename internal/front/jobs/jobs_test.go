@@ -149,7 +149,7 @@ func TestMoveLegacyJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var got []BisectArgs
+	var got []Args[app.BisectRequest]
 	var legacyIDs []int64
 	for rows.Next() {
 		var id int64
@@ -158,7 +158,7 @@ func TestMoveLegacyJobs(t *testing.T) {
 		if err := rows.Scan(&id, &kind, &queue, &raw); err != nil {
 			t.Fatal(err)
 		}
-		var a BisectArgs
+		var a Args[app.BisectRequest]
 		if err := json.Unmarshal(raw, &a); err != nil || kind != "bisect" || queue != "legacy-class" || a.Class != "legacy-class" {
 			t.Fatalf("moved job %d: %s in %s: %s (%v)", id, kind, queue, raw, err)
 		}
