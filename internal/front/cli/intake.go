@@ -33,7 +33,7 @@ func newDispatcher(cfg *config.Config, st *store.Store, queue *jobs.Queue, class
 		return nil, err
 	}
 	return intake.New(intake.Options{
-		Intake: in, Store: st, Jobs: queue, Class: class, DashboardURL: cfg.GitHub.DashboardURL, RateLimit: cfg.GitHub.RateLimit, Log: log,
+		Intake: in, Store: st, Queue: intake.NewQueue(queue, class), DashboardURL: cfg.GitHub.DashboardURL, RateLimit: cfg.GitHub.RateLimit, Log: log,
 		Commands: intake.Commands{Scenarios: scenarioCatalog(cfg),
 			Fetcher: &notify.PatchFetcher{Allow: cfg.GitHub.PatchHosts, MaxBytes: int64(cfg.GitHub.MaxPatchKiB) << 10}},
 	})

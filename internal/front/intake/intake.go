@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/front/jobs"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
@@ -37,30 +36,14 @@ type Request struct {
 	AnswerOnly bool
 }
 
-// Options configure a Dispatcher. Intake, Store, and Jobs or Queue are
-// required.
+// Options configure a Dispatcher. Intake, Store and Queue are required.
 type Options struct {
 	Intake *notify.Intake
 	Store  *store.Store
 	// Commands parses the commands (its Intake defaults to Intake).
 	Commands Commands
-	// Jobs is the job queue the commands' jobs go to, for machine class
-	// Class ("": the default); status lists it and cancel cancels in it.
-	Jobs  *jobs.Queue
-	Class string
-	// Queue, Pending and Answer default to Jobs': tests give their own.
-	//
-	// Queue queues req's job in tx, the transaction that records the
-	// comment, and returns the job's id and its events stream (which
-	// Follow reads for the job's milestones; "" follows nothing).
-	Queue func(ctx context.Context, tx pgx.Tx, req Request) (jobID, events string, err error)
-	// Pending says whether job id may still run (queued, running, or
-	// waiting for a retry): a failed attempt is then not the end of its
-	// answer. Nil: every failure is final.
-	Pending func(ctx context.Context, jobID string) (bool, error)
-	// Answer runs an answer-only request (status, cancel) and returns the
-	// reply.
-	Answer func(ctx context.Context, req Request) (string, error)
+	// Queue is where the commands' jobs go: NewQueue's River queue.
+	Queue Queue
 	// DashboardURL, when set, is where `pgbisect serve` is reachable; the
 	// reply links the job's page (DashboardURL/jobs/ID), the final answer
 	// the finding's (DashboardURL/findings/ID).
@@ -82,20 +65,8 @@ type Dispatcher struct{ o Options }
 
 // New returns a Dispatcher.
 func New(o Options) (*Dispatcher, error) {
-	if o.Jobs != nil {
-		q := queue{jobs: o.Jobs, class: o.Class}
-		if o.Queue == nil {
-			o.Queue = q.enqueue
-		}
-		if o.Pending == nil {
-			o.Pending = q.pending
-		}
-		if o.Answer == nil {
-			o.Answer = q.answer
-		}
-	}
 	if o.Intake == nil || o.Store == nil || o.Queue == nil {
-		return nil, errors.New("intake: Intake, Store, and Jobs or Queue are required")
+		return nil, errors.New("intake: Intake, Store and Queue are required")
 	}
 	if o.Commands.Intake == nil {
 		o.Commands.Intake = o.Intake
@@ -237,10 +208,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
 	}
 	if req.AnswerOnly {
-		if d.o.Answer == nil {
-			return answer("error: no answer", fmt.Sprintf("@%s `%s` is not available here.", m.User, req.Kind))
-		}
-		text, err := d.o.Answer(ctx, req)
+		text, err := d.o.Queue.Answer(ctx, req)
 		if err != nil {
 			text = fmt.Sprintf("`%s` failed: %v", req.Kind, err)
 		}
@@ -256,7 +224,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 		req.Request = b
 	}
 	cmd.Outcome = "queued"
-	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue(ctx, tx, req) })
+	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue.Enqueue(ctx, tx, req) })
 	if errors.Is(err, store.ErrCommandSeen) {
 		return false, nil
 	}

@@ -37,8 +37,39 @@ type fixture struct {
 	hub    *githubtest.Hub
 	st     *store.Store
 	queued []string // job ids, in order
-	fail   error    // the next Queue fails with it
+	fail   error    // the next Enqueue fails with it
+	// pending answers Pending; nil: no job may run again.
+	pending func(ctx context.Context, jobID string) (bool, error)
 }
+
+// Enqueue implements Queue: a row of the results store's jobs table.
+func (f *fixture) Enqueue(ctx context.Context, tx pgx.Tx, req Request) (string, string, error) {
+	if err := f.fail; err != nil {
+		f.fail = nil
+		return "", "", err
+	}
+	kind, body, err := app.Encode(req.Request)
+	if err != nil {
+		return "", "", err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", kind, body).Scan(&id); err != nil {
+		return "", "", err
+	}
+	f.queued = append(f.queued, fmt.Sprint(id))
+	return fmt.Sprint(id), EventsOf(id), nil
+}
+
+// Pending implements Queue.
+func (f *fixture) Pending(ctx context.Context, jobID string) (bool, error) {
+	if f.pending == nil {
+		return false, nil
+	}
+	return f.pending(ctx, jobID)
+}
+
+// Answer implements Queue.
+func (f *fixture) Answer(context.Context, Request) (string, error) { return "idle, 0 jobs queued", nil }
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{hub: githubtest.New(t, token), st: storetest.Store(t)}
@@ -52,25 +83,8 @@ func (f *fixture) dispatcher(t *testing.T) *Dispatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{Intake: in, Store: f.st, Commands: Commands{Scenarios: scenarios(t)}, DashboardURL: "http://bench.example.org:8080/",
-		Queue: func(ctx context.Context, tx pgx.Tx, req Request) (string, string, error) {
-			if err := f.fail; err != nil {
-				f.fail = nil
-				return "", "", err
-			}
-			kind, body, err := app.Encode(req.Request)
-			if err != nil {
-				return "", "", err
-			}
-			var id int64
-			if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", kind, body).Scan(&id); err != nil {
-				return "", "", err
-			}
-			f.queued = append(f.queued, fmt.Sprint(id))
-			return fmt.Sprint(id), EventsOf(id), nil
-		},
-		Answer: func(ctx context.Context, req Request) (string, error) { return "idle, 0 jobs queued", nil },
-	})
+	d, err := New(Options{Intake: in, Store: f.st, Commands: Commands{Scenarios: scenarios(t)}, Queue: f,
+		DashboardURL: "http://bench.example.org:8080/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,34 @@ import (
 	"github.com/pgbisect/pgbisect/internal/front/jobs"
 )
 
-// queue is the job queue of a Dispatcher: it queues the commands' jobs,
-// says whether one may still run, and answers status and cancel.
+// Queue is where a Dispatcher's commands' jobs go: NewQueue's River queue
+// in pgbisect, a fake in tests.
+type Queue interface {
+	// Enqueue queues req's job in tx, the transaction that records the
+	// comment, and returns the job's id and its events stream (which
+	// Follow reads for the job's milestones; "" follows nothing).
+	Enqueue(ctx context.Context, tx pgx.Tx, req Request) (jobID, events string, err error)
+	// Pending says whether job jobID may still run (queued, running, or
+	// waiting for a retry): a failed attempt is then not the end of its
+	// answer.
+	Pending(ctx context.Context, jobID string) (bool, error)
+	// Answer runs an answer-only request (status, cancel) and returns the
+	// reply.
+	Answer(ctx context.Context, req Request) (string, error)
+}
+
+// NewQueue returns the Queue of the River queue q, for jobs of machine
+// class ("": the default).
+func NewQueue(q *jobs.Queue, class string) Queue { return queue{jobs: q, class: class} }
+
+// queue is the Queue on River.
 type queue struct {
 	jobs  *jobs.Queue
 	class string
 }
 
-// enqueue queues req's job in tx.
-func (q queue) enqueue(ctx context.Context, tx pgx.Tx, req Request) (string, string, error) {
+// Enqueue implements Queue.
+func (q queue) Enqueue(ctx context.Context, tx pgx.Tx, req Request) (string, string, error) {
 	row, err := q.jobs.EnqueueTx(ctx, tx, req.Request, q.class)
 	if err != nil {
 		return "", "", err
@@ -27,8 +46,8 @@ func (q queue) enqueue(ctx context.Context, tx pgx.Tx, req Request) (string, str
 	return strconv.FormatInt(row.ID, 10), jobs.EventsOfRow(row), nil
 }
 
-// pending says whether job jobID may still run.
-func (q queue) pending(ctx context.Context, jobID string) (bool, error) {
+// Pending implements Queue.
+func (q queue) Pending(ctx context.Context, jobID string) (bool, error) {
 	id, err := strconv.ParseInt(jobID, 10, 64)
 	if err != nil {
 		return false, err
@@ -36,8 +55,8 @@ func (q queue) pending(ctx context.Context, jobID string) (bool, error) {
 	return q.jobs.Pending(ctx, id)
 }
 
-// answer runs status and cancel.
-func (q queue) answer(ctx context.Context, req Request) (string, error) {
+// Answer implements Queue: status lists the jobs, cancel cancels one.
+func (q queue) Answer(ctx context.Context, req Request) (string, error) {
 	if req.Kind == "cancel" {
 		row, err := q.jobs.Cancel(ctx, req.Job)
 		if err != nil {
