@@ -81,7 +81,7 @@ var jobKinds = []jobKind{
 // arguments, and its worker.
 type jobKind interface {
 	kind() string
-	args(r app.Request, c Common) (river.JobArgs, bool)
+	args(r app.Request, c Common, p app.JobPolicy) (river.JobArgs, bool)
 	addWorker(w *river.Workers, d *Daemon)
 }
 
@@ -89,13 +89,13 @@ type kindOf[R app.Request] struct{}
 
 func (kindOf[R]) kind() string { return Args[R]{}.Kind() }
 
-func (kindOf[R]) args(r app.Request, c Common) (river.JobArgs, bool) {
+func (kindOf[R]) args(r app.Request, c Common, p app.JobPolicy) (river.JobArgs, bool) {
 	req, ok := r.(R)
 	if !ok {
 		return nil, false
 	}
 	a := Args[R]{Common: c, Request: req}
-	if p, _ := app.QueuePolicy(req.Kind()); p.OnePerTick {
+	if p.OnePerTick {
 		a.Tick = time.Now().UTC().Truncate(time.Second)
 	}
 	return a, true
@@ -172,6 +172,11 @@ func MachineName(host string) string {
 // kind's app.QueuePolicy).
 func insertOpts(kind, class string) *river.InsertOpts {
 	p, _ := app.QueuePolicy(kind)
+	return policyOpts(p, class)
+}
+
+// policyOpts are the insert options of a job of policy p for class.
+func policyOpts(p app.JobPolicy, class string) *river.InsertOpts {
 	o := &river.InsertOpts{Queue: class, MaxAttempts: max(p.Attempts, 1)}
 	if p.Posts {
 		o.Queue = PostQueue

@@ -48,12 +48,13 @@ func newArgs(r app.Request, c Common) (river.JobArgs, *river.InsertOpts, error) 
 	if err := CheckClass(c.Class); err != nil {
 		return nil, nil, err
 	}
-	if err := app.CheckQueued(r); err != nil {
-		return nil, nil, err
+	p, ok := app.QueuePolicy(r.Kind())
+	if !ok {
+		return nil, nil, app.CheckQueued(r)
 	}
 	for _, k := range jobKinds {
-		if a, ok := k.args(r, c); ok {
-			return a, insertOpts(r.Kind(), c.Class), nil
+		if a, ok := k.args(r, c, p); ok {
+			return a, policyOpts(p, c.Class), nil
 		}
 	}
 	return nil, nil, fmt.Errorf("a %s request has no job arguments in internal/front/jobs (jobKinds)", r.Kind())
