@@ -22,9 +22,12 @@ type Job struct {
 // RunJob runs queued request r: the operation of its kind. The results go
 // to sink, the job's log (a bisection's as a KindBisected event).
 func (a *App) RunJob(ctx context.Context, j Job, r Request, sink Sink) error {
-	q, ok := r.(queued)
-	if err := CheckQueued(r); err != nil || !ok {
+	if err := CheckQueued(r); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	q, ok := r.(queued)
+	if !ok { // TestKindsTable keeps the table and the operations in step
+		return fmt.Errorf("a %s request is queued but has no operation (runJob)", r.Kind())
 	}
 	return q.runJob(ctx, a, j, sink)
 }
