@@ -103,6 +103,32 @@ func (kindOf[R]) args(r app.Request, c Common, p app.JobPolicy) (river.JobArgs, 
 
 func (kindOf[R]) addWorker(w *river.Workers, d *Daemon) { river.AddWorker(w, &worker[R]{d: d}) }
 
+// NewArgs wraps a request into its job's arguments for class ("": the
+// default), with a fresh key, and returns them with the options they are
+// inserted with.
+func NewArgs(r app.Request, class string) (river.JobArgs, *river.InsertOpts, error) {
+	return newArgs(r, Common{Key: NewKey(r.Kind()), Class: class})
+}
+
+func newArgs(r app.Request, c Common) (river.JobArgs, *river.InsertOpts, error) {
+	if c.Class == "" {
+		c.Class = DefaultClass
+	}
+	if err := CheckClass(c.Class); err != nil {
+		return nil, nil, err
+	}
+	p, ok := app.QueuePolicy(r.Kind())
+	if !ok {
+		return nil, nil, app.CheckQueued(r)
+	}
+	for _, k := range jobKinds {
+		if a, ok := k.args(r, c, p); ok {
+			return a, policyOpts(p, c.Class), nil
+		}
+	}
+	return nil, nil, fmt.Errorf("a %s request has no job arguments in internal/front/jobs (jobKinds)", r.Kind())
+}
+
 // rawArgs are a job's arguments as stored, for the reaper's continuation
 // of a job: the same kind and JSON in a new row.
 type rawArgs struct {

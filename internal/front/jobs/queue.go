@@ -34,32 +34,6 @@ func NewQueue(st *store.Store) (*Queue, error) {
 	return &Queue{st: st, client: c}, nil
 }
 
-// NewArgs wraps a request into its job's arguments for class ("": the
-// default), with a fresh key, and returns them with the options they are
-// inserted with.
-func NewArgs(r app.Request, class string) (river.JobArgs, *river.InsertOpts, error) {
-	return newArgs(r, Common{Key: NewKey(r.Kind()), Class: class})
-}
-
-func newArgs(r app.Request, c Common) (river.JobArgs, *river.InsertOpts, error) {
-	if c.Class == "" {
-		c.Class = DefaultClass
-	}
-	if err := CheckClass(c.Class); err != nil {
-		return nil, nil, err
-	}
-	p, ok := app.QueuePolicy(r.Kind())
-	if !ok {
-		return nil, nil, app.CheckQueued(r)
-	}
-	for _, k := range jobKinds {
-		if a, ok := k.args(r, c, p); ok {
-			return a, policyOpts(p, c.Class), nil
-		}
-	}
-	return nil, nil, fmt.Errorf("a %s request has no job arguments in internal/front/jobs (jobKinds)", r.Kind())
-}
-
 // EnqueueTx queues request r for a machine of class in tx, so that the job
 // exists exactly when what tx records does (a GitHub comment acted on).
 func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class string) (*rivertype.JobRow, error) {
