@@ -16,6 +16,20 @@ import (
 	"github.com/pgbisect/pgbisect/notify"
 )
 
+// Request is a parsed command.
+type Request struct {
+	// Kind is the command ("bisect", "compare", "status", "cancel").
+	Kind string
+	// Request is what a command that queues a job asks for, checked.
+	Request app.Request
+	// Job is the job a cancel names.
+	Job int64
+	// Summary says in one line what will run, for the reply.
+	Summary string
+	// AnswerOnly marks commands that queue nothing (status, cancel).
+	AnswerOnly bool
+}
+
 // commandNames are the commands the bot takes in comments.
 var commandNames = []string{"bisect", "compare", "status", "cancel"}
 

@@ -22,20 +22,6 @@ import (
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// Request is a parsed command.
-type Request struct {
-	// Kind is the command ("bisect", "compare", "status", "cancel").
-	Kind string
-	// Request is what a command that queues a job asks for, checked.
-	Request app.Request
-	// Job is the job a cancel names.
-	Job int64
-	// Summary says in one line what will run, for the reply.
-	Summary string
-	// AnswerOnly marks commands that queue nothing (status, cancel).
-	AnswerOnly bool
-}
-
 // Options configure a Dispatcher. Intake, Store and Queue are required.
 type Options struct {
 	Intake *notify.Intake
