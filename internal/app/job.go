@@ -25,15 +25,15 @@ func (a *App) RunJob(ctx context.Context, j Job, r Request, sink Sink) error {
 	if err := CheckQueued(r); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	q, ok := r.(queued)
+	q, ok := r.(runnable)
 	if !ok { // TestKindsTable keeps the table and the operations in step
 		return fmt.Errorf("a %s request is queued but has no operation (runJob)", r.Kind())
 	}
 	return q.runJob(ctx, a, j, sink)
 }
 
-// queued is a request the daemon runs: its kind's operation as a job.
-type queued interface {
+// runnable is a request the daemon runs: its kind's operation as a job.
+type runnable interface {
 	Request
 	runJob(ctx context.Context, a *App, j Job, sink Sink) error
 }

@@ -38,7 +38,7 @@ func TestKindsTable(t *testing.T) {
 			t.Errorf("kind %q is listed twice", name)
 		}
 		seen[name] = true
-		if _, ok := k.zero.(queued); ok != (k.job != nil) {
+		if _, ok := k.zero.(runnable); ok != (k.job != nil) {
 			t.Errorf("kind %q: queued %v, but has an operation for the daemon: %v", name, k.job != nil, ok)
 		}
 		if k.job != nil && k.job.Attempts < 1 {
