@@ -193,35 +193,13 @@ func marker(id, key string) string {
 	return fmt.Sprintf("<!-- pgbisect finding=%s key=%s -->", id, strings.ReplaceAll(key, "--", "- -"))
 }
 
-// Delivery says what Deliver did.
-type Delivery struct {
-	Posts  []finding.Post // posts made (or found) in this run
-	Failed []error        // one per finding that stays pending
-}
+// Name implements Channel: "github owner/repo".
+func (p *Poster) Name() string { return "github " + p.Repo() }
 
-// Deliver posts every pending finding of out, recording each post as soon as
-// it is made. A finding that fails stays pending for the next run; the
-// others still go out. The error is non-nil only when the outbox itself
-// fails or ctx is done.
+// Deliver posts every pending finding of out to the repository (the
+// package's Deliver through this channel).
 func (p *Poster) Deliver(ctx context.Context, out Outbox) (Delivery, error) {
-	var d Delivery
-	pending, err := out.Pending(ctx)
-	if err != nil {
-		return d, fmt.Errorf("listing pending findings: %w", err)
-	}
-	for _, o := range pending {
-		posts, err := p.PostFinding(ctx, o.Finding, o.Posts, func(pst finding.Post) error {
-			return out.MarkPosted(ctx, o.Finding.ID, pst)
-		})
-		d.Posts = append(d.Posts, posts...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return d, err
-			}
-			d.Failed = append(d.Failed, err)
-		}
-	}
-	return d, nil
+	return Deliver(ctx, p, out)
 }
 
 // PostFinding posts the targets of f that have no post in done, calling

@@ -19,13 +19,6 @@ import (
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// BisectResult is what a finished bisection leaves behind.
-type BisectResult struct {
-	State     *bisect.State
-	Finding   *finding.Finding
-	ReportDir string
-}
-
 // Bisect checks the request, then starts or resumes the bisection, runs it
 // to the end and writes its reports. Its events are recorded in the results
 // store under jobID, or, when jobID is "", under the bisection's ID from
@@ -422,7 +415,7 @@ func firstNonEmpty(s ...string) string {
 // the finding (unless req.report leaves that to the caller), writes its
 // report, tells sink (KindAnswer) and, with req.Post, posts it; then it
 // runs extras (nil: none), which update f, and saves, writes and, when it
-// was posted, edits the post again (notify.Poster.UpdateFinding), so a
+// was posted, edits the post again (notify.Channel.UpdateFinding), so a
 // finding is posted once however often it is updated. It returns the
 // report's directory.
 func (a *App) answerFirst(ctx context.Context, st *bisect.State, f *finding.Finding, req BisectRequest, sink Sink, extras func(*finding.Finding)) (string, error) {
@@ -514,10 +507,10 @@ func extrasDone(f *finding.Finding) string {
 }
 
 // updatePost edits the posts of finding id, recorded in box, to show the
-// finding as it is now (notify.Poster.UpdateFinding).
+// finding as it is now (notify.Channel.UpdateFinding).
 func (a *App) updatePost(ctx context.Context, box *store.Store, id string, sink Sink) error {
-	return a.withPoster(ctx, box, id, func(p *notify.Poster, cur finding.Outgoing) error {
-		edited, err := p.UpdateFinding(ctx, cur.Finding, cur.Posts)
+	return a.withChannel(ctx, box, id, func(ch notify.Channel, cur finding.Outgoing) error {
+		edited, err := ch.UpdateFinding(ctx, cur.Finding, cur.Posts)
 		for _, pst := range edited {
 			sink.note("updated: %s", PostLine(pst))
 		}

@@ -387,8 +387,8 @@ func bisectReproduce(st *bisect.State) string {
 
 // post posts a finding recorded in box, as 'pgbisect post ID' does.
 func (a *App) post(ctx context.Context, box *store.Store, id string, sink Sink) error {
-	return a.withPoster(ctx, box, id, func(p *notify.Poster, cur finding.Outgoing) error {
-		posts, err := p.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error { return box.MarkPosted(ctx, id, pst) })
+	return a.withChannel(ctx, box, id, func(ch notify.Channel, cur finding.Outgoing) error {
+		posts, err := ch.PostFinding(ctx, cur.Finding, cur.Posts, func(pst finding.Post) error { return box.MarkPosted(ctx, id, pst) })
 		for _, pst := range posts {
 			sink.note("posted: %s", PostLine(pst))
 		}
@@ -396,15 +396,14 @@ func (a *App) post(ctx context.Context, box *store.Store, id string, sink Sink) 
 	})
 }
 
-// withPoster runs do with a poster of the configured GitHub target and
-// finding id as the store has it now, under the store's post lock, so that
-// posting and editing a finding's posts never race another process.
-func (a *App) withPoster(ctx context.Context, box *store.Store, id string, do func(*notify.Poster, finding.Outgoing) error) error {
-	p, err := notify.NewPoster(a.opts.GitHub)
+// withChannel runs do with the channel findings are posted to and finding
+// id as the store has it now, under the store's post lock, so that posting
+// and editing a finding's posts never race another process.
+func (a *App) withChannel(ctx context.Context, box *store.Store, id string, do func(notify.Channel, finding.Outgoing) error) error {
+	ch, err := a.channel()
 	if err != nil {
 		return err
 	}
-	p.Log = a.log
 	unlock, err := box.Lock(ctx, store.PostLock)
 	if err != nil {
 		return err
@@ -414,7 +413,7 @@ func (a *App) withPoster(ctx context.Context, box *store.Store, id string, do fu
 	if err != nil {
 		return err
 	}
-	return do(p, cur)
+	return do(ch, cur)
 }
 
 // onceHandler passes each distinct warning message once: a bisection takes

@@ -17,8 +17,9 @@ func (a *App) Outbox(ctx context.Context, sink Sink) (*store.Store, error) {
 	return a.Store(ctx)
 }
 
-// Deliver posts the pending findings to GitHub when posting is configured
-// (a repository and a token); otherwise it does nothing. What was posted
+// Deliver posts the pending findings through the channel (GitHub) when
+// posting is configured (a repository and a token); otherwise it does
+// nothing. What was posted
 // and what was not are notes on sink; a finding that could not be posted
 // waits for the next delivery, and the error says how many wait (a post
 // job is retried on it).
@@ -26,12 +27,11 @@ func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) error {
 	if a.opts.GitHub.Repo == "" || a.opts.GitHub.Token == "" {
 		return nil
 	}
-	p, err := notify.NewPoster(a.opts.GitHub)
+	ch, err := a.channel()
 	if err != nil {
 		sink.note("not posting: %v", err)
 		return nil // a configuration error: retrying does not help
 	}
-	p.Log = a.log
 	box, err := a.Outbox(ctx, sink)
 	if err != nil {
 		sink.note("not posting: %v", err)
@@ -43,7 +43,7 @@ func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) error {
 		return err
 	}
 	defer unlock()
-	del, err := p.Deliver(ctx, box)
+	del, err := notify.Deliver(ctx, ch, box)
 	for _, pst := range del.Posts {
 		sink.note("posted: %s", PostLine(pst))
 	}
@@ -58,6 +58,19 @@ func (a *App) Deliver(ctx context.Context, _ DeliverRequest, sink Sink) error {
 		return fmt.Errorf("%d findings not posted: %w", len(del.Failed), errors.Join(del.Failed...))
 	}
 	return nil
+}
+
+// channel is where findings are posted: the issues of the configured
+// GitHub repository (notify.Poster), the first channel and for now the
+// only one. A new channel (a notify.Channel) is built here from its own
+// section of Options.
+func (a *App) channel() (notify.Channel, error) {
+	p, err := notify.NewPoster(a.opts.GitHub)
+	if err != nil {
+		return nil, err
+	}
+	p.Log = a.log
+	return p, nil
 }
 
 // PostLine describes what a post did, in one line.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pgbisect/pgbisect/bisect"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/store"
 )
 
@@ -42,6 +44,10 @@ const (
 	// failed). An interrupted operation records none: a resumed bisection
 	// continues the same stream.
 	KindDone Kind = "done"
+	// KindBisected carries a queued bisection's result (Bisected) to the
+	// job's log, which prints it as 'pgbisect bisect' does. It goes to the
+	// daemon's sink only, never to an events stream.
+	KindBisected Kind = "bisected"
 )
 
 // Decision reports whether k is one of the bisection engine's decisions,
@@ -88,6 +94,16 @@ type Event struct {
 	// Short is a status event's Text in a few words, for a status line
 	// a terminal updates in place.
 	Short string `json:"short,omitempty"`
+	// Bisected is a finished bisection (KindBisected), for a printer in
+	// this process: it is not part of the event's JSON.
+	Bisected *BisectResult `json:"-"`
+}
+
+// BisectResult is what a finished bisection leaves behind.
+type BisectResult struct {
+	State     *bisect.State
+	Finding   *finding.Finding
+	ReportDir string
 }
 
 // Sink receives an operation's events in order, from the goroutine that

@@ -1,11 +1,9 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -15,8 +13,8 @@ import (
 // round trip through JSON, so it can wait in a queue, come from a web form
 // or a GitHub comment, and run in another process.
 type Request interface {
-	// Kind names the operation: "bisect", "compare", "run", "nightly",
-	// "deliver".
+	// Kind names the operation (kinds.go lists them: "bisect",
+	// "compare", "run", "nightly", "deliver").
 	Kind() string
 }
 
@@ -298,83 +296,6 @@ type DeliverRequest struct{}
 
 // Kind implements Request.
 func (DeliverRequest) Kind() string { return "deliver" }
-
-// Encode returns a request as a queue keeps it: its kind and its JSON.
-func Encode(r Request) (kind string, args json.RawMessage, err error) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return "", nil, fmt.Errorf("encoding a %s request: %w", r.Kind(), err)
-	}
-	return r.Kind(), data, nil
-}
-
-// ErrLegacyJob marks a queued job stored by an older pgbisect as the
-// command line of 'pgbisect bisect' ({"argv": [...]}): DecodeRequest
-// returns it with the arguments, for the caller that knows the command's
-// flags to parse (see LegacyJob).
-var ErrLegacyJob = errors.New("a job queued as a command line")
-
-// LegacyJob is the arguments of a job queued by an older pgbisect.
-type LegacyJob struct {
-	Argv      []string `json:"argv"`
-	Requester string   `json:"requester,omitempty"`
-}
-
-// DecodeRequest reads a request back from a queue's kind and JSON. A job
-// an older pgbisect queued as a command line gives a *LegacyJob and an
-// error matching ErrLegacyJob.
-func DecodeRequest(kind string, args json.RawMessage) (Request, *LegacyJob, error) {
-	var r Request
-	switch kind {
-	case "bisect":
-		r = &BisectRequest{}
-	case "compare":
-		r = &CompareRequest{}
-	case "run":
-		r = &RunRequest{}
-	case "nightly":
-		r = &NightlyRequest{}
-	case "deliver":
-		r = &DeliverRequest{}
-	default:
-		// %.64q: a kind is a short word; the error quotes no more of one
-		// (FuzzDecodeRequest).
-		return nil, nil, fmt.Errorf("unknown request kind %.64q (this pgbisect knows bisect, compare, run, nightly, deliver)", kind)
-	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(args, &probe); err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	if _, ok := probe["argv"]; ok && kind == "bisect" {
-		var l LegacyJob
-		if err := json.Unmarshal(args, &l); err != nil {
-			return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-		}
-		return nil, &l, ErrLegacyJob
-	}
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(r); err != nil {
-		return nil, nil, fmt.Errorf("a %s request: %w", kind, err)
-	}
-	return deref(r), nil, nil
-}
-
-func deref(r Request) Request {
-	switch v := r.(type) {
-	case *BisectRequest:
-		return *v
-	case *CompareRequest:
-		return *v
-	case *RunRequest:
-		return *v
-	case *NightlyRequest:
-		return *v
-	case *DeliverRequest:
-		return *v
-	}
-	return r
-}
 
 // ErrBadRequest marks an error in what was asked (a metric the scenario
 // lacks, a revision that is not an ancestor): the command line exits 2 for

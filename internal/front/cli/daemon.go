@@ -76,6 +76,7 @@ func daemonRun(ctx context.Context, env *Env) error {
 			log, closeLog := daemonJobLog(cfg.StateDir, "job-"+key)
 			return daemonSink(log), closeLog
 		},
+		Ops: a,
 	}
 	if *leaseTTL > 0 {
 		jc.LeaseTTL = *leaseTTL
@@ -90,13 +91,12 @@ func daemonRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	jc.Ops = daemonOps{a: a, queue: queue, post: !*noPost, class: jc.Class}
 	d, err := jobs.New(jc)
 	if err != nil {
 		return err
 	}
 	// Jobs an older pgbisect queued in its own queue move into River once.
-	if n, err := queue.MoveLegacyJobs(ctx, d.Class(), legacyBisectRequest); err != nil {
+	if n, err := queue.MoveLegacyJobs(ctx, d.Class()); err != nil {
 		return err
 	} else if n > 0 {
 		env.Log.Info("moved the jobs of the old queue into River", slog.Int("jobs", n))
@@ -144,63 +144,6 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-// daemonOps are the application's operations as the daemon's workers call
-// them: results go to the job's log, findings of a nightly pass are posted
-// by a post job.
-type daemonOps struct {
-	a     *app.App
-	queue *jobs.Queue
-	post  bool
-	class string
-}
-
-func (o daemonOps) Bisect(ctx context.Context, events string, req app.BisectRequest, sink app.Sink) error {
-	note(sink, "pgbisect bisect "+strings.Join(req.Args(), " "))
-	out, err := o.a.Bisect(ctx, events, req, sink)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := bisectPrint(&buf, out, false); err != nil {
-		return err
-	}
-	for line := range strings.Lines(buf.String()) {
-		if line = strings.TrimSpace(line); line != "" {
-			note(sink, line)
-		}
-	}
-	return nil
-}
-
-func (o daemonOps) Compare(ctx context.Context, req app.CompareRequest, sink app.Sink) error {
-	_, err := o.a.Compare(ctx, req, sink)
-	return err
-}
-
-func (o daemonOps) Nightly(ctx context.Context, req app.NightlyRequest, sink app.Sink) error {
-	req.Deliver = false // a post job posts, retried on its own
-	res, err := o.a.Nightly(ctx, req, sink)
-	if res != nil {
-		note(sink, fmt.Sprintf("nightly result: %s at %s, %d findings", res.Run.Status, res.Run.Commit, len(res.Findings)))
-		if o.post && len(res.Findings) > 0 {
-			if _, qerr := o.queue.Enqueue(context.WithoutCancel(ctx), app.DeliverRequest{}, o.class); qerr != nil {
-				note(sink, "not queued for posting: "+qerr.Error())
-			}
-		}
-	}
-	return err
-}
-
-func (o daemonOps) Deliver(ctx context.Context, req app.DeliverRequest, sink app.Sink) error {
-	return o.a.Deliver(ctx, req, sink)
-}
-
-func note(sink app.Sink, line string) {
-	if sink != nil {
-		sink(app.Event{Kind: app.KindNote, At: time.Now(), Text: line})
-	}
-}
-
 // jobRequest reads a queued job's request.
 func jobRequest(j jobs.Job) (app.Request, error) {
 	var args struct {
@@ -216,27 +159,20 @@ func jobRequest(j jobs.Job) (app.Request, error) {
 	return r, nil
 }
 
-// legacyBisectRequest parses the arguments of 'pgbisect bisect' an older
-// 'pgbisect request' queued. Their --config, --state, --repo and --db were
-// the daemon's, and still are.
-func legacyBisectRequest(l *app.LegacyJob) (app.BisectRequest, error) {
-	var msgs bytes.Buffer
-	env := &Env{Args: l.Argv, Stderr: &msgs}
-	fs := newFlags(env, "bisect", "")
-	request := bisectFlags(fs)
-	fs.Bool("json", false, "")
-	addStoreFlags(fs)
-	if err := parseNoArgs(fs, env, ""); err != nil {
-		return app.BisectRequest{}, fmt.Errorf("a bisect job queued by an older pgbisect as %q: %v; queue it again with 'pgbisect request bisect'", l.Argv, err)
-	}
-	req := request()
-	req.Requester = l.Requester
-	return req, nil
-}
-
-// daemonSink passes each event's line to the job's log.
+// daemonSink passes each event's line to the job's log, and a queued
+// bisection's result as 'pgbisect bisect' prints it.
 func daemonSink(log func(string)) app.Sink {
 	return func(e app.Event) {
+		if e.Kind == app.KindBisected && e.Bisected != nil {
+			var buf bytes.Buffer
+			bisectPrintResult(&buf, e.Bisected)
+			for line := range strings.Lines(buf.String()) {
+				if line = strings.TrimSpace(line); line != "" {
+					log(line)
+				}
+			}
+			return
+		}
 		if line := eventLine(e); line != "" {
 			log(line)
 		}

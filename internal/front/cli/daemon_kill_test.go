@@ -148,6 +148,18 @@ func TestDaemonsKillNineRealBisection(t *testing.T) {
 		}
 		return n == 1
 	}, other)
+	// The job's log on the machine that finished it ends with the result
+	// as 'pgbisect bisect' prints it (app's typed event, the CLI's printer).
+	logs, _ := filepath.Glob(filepath.Join(states[other.Name], "logs", "jobs", "*.log"))
+	var joblog []byte
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		joblog = append(joblog, data...)
+	}
+	if !strings.Contains(string(joblog), "pgbisect bisect") || !strings.Contains(string(joblog), "finding ") ||
+		!strings.Contains(string(joblog), "'pgbisect report "+id+"'") {
+		t.Errorf("the job log of %s lacks the command or the result:\n%s", other.Name, joblog)
+	}
 	var named []string
 	for _, c := range st.Culprits {
 		for _, i := range c.Candidates {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,46 +16,6 @@ import (
 	"github.com/pgbisect/pgbisect/notify/githubtest"
 	"github.com/pgbisect/pgbisect/store/storetest"
 )
-
-func TestIntakeParser(t *testing.T) {
-	cfg, err := config.Load([]byte("repo: /x\n"), "../../../configs/pgbisect.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse := intakeParser(cfg, intakePatches{})
-	req, err := parse(context.Background(), strings.Fields("bisect copy-single --good REL_15_0 --bad REL_16_0 --metric copy_time --set rows=1000 --max-time 8h"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b app.BisectRequest
-	if err := json.Unmarshal(req.Body, &b); err != nil || req.Kind != "bisect" || b.Scenario != "copy-single" || b.Good != "REL_15_0" || b.Set["rows"] != "1000" || b.MaxTime != 8*time.Hour {
-		t.Errorf("bisect: %+v %s %v", req, req.Body, err)
-	}
-	req, err = parse(context.Background(), strings.Fields("compare copy-concurrent REL_15_0 REL_16_0 --point clients=1"))
-	var c app.CompareRequest
-	if err != nil || json.Unmarshal(req.Body, &c) != nil || req.Kind != "compare" || c.A != "REL_15_0" || c.B != "REL_16_0" || c.Point != "clients=1" {
-		t.Errorf("compare: %+v %v", req, err)
-	}
-	for _, tc := range []struct{ cmd, want string }{
-		{"bisect copy-singel --good A --bad B", `unknown scenario "copy-singel" (did you mean copy-single?)`},
-		{"bisect copy-single --good A --badd B", "bisect: unknown flag --badd (did you mean --bad?)"},
-		{"bisect ../../etc/passwd --good A --bad B", "give the name of one of the bot's scenarios, not a path"},
-		{"bisect -s /etc/shadow --good A --bad B", `scenario "/etc/shadow": give the name of one of the bot's scenarios, not a path: the bot has`},
-		{"bisect copy-single --good A --bad B --set rows=1;id", "rows is an integer"},
-		{"bisect copy-single --good A --bad B --set persistence=$(id)", "a value set for a variable is a word"},
-		{"bisect copy-single --good A --bad B --client-bin /tmp", "--client-bin names a directory"},
-		{"compare copy-single /usr/lib/postgresql/15/bin REL_16_0", "is not a revision"},
-		{"bisct copy-single", `unknown command "bisct" (did you mean bisect?)`},
-		{"bisect copy-single --good A --bad B --max-time -1h", "--max-time -1h0m0s is negative"},
-		{"compare copy-single A", "compare takes a scenario and two revisions"},
-		{"cancel x", `job ID "x" is not a number`},
-		{"", "there is no command after the handle"},
-	} {
-		if _, err := parse(context.Background(), strings.Fields(tc.cmd)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want %q", tc.cmd, err, tc.want)
-		}
-	}
-}
 
 // TestCommentQueuesOneRiverJob: a bisect command in a comment becomes one
 // River job (queued in the transaction that records the comment), however

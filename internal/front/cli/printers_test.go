@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,11 +69,24 @@ func TestBisectPrintGolden(t *testing.T) {
 		BuildTime:    20 * time.Minute,
 		MeasureTime:  70 * time.Minute,
 	}
+	res := &app.BisectResult{State: st, Finding: &finding.Finding{ID: "regression-0123456789ab"}, ReportDir: "/state/reports/regression-0123456789ab"}
 	var out bytes.Buffer
-	if err := bisectPrint(&out, &app.BisectResult{State: st, Finding: &finding.Finding{ID: "regression-0123456789ab"}, ReportDir: "/state/reports/regression-0123456789ab"}, false); err != nil {
+	if err := bisectPrint(&out, res, false); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "bisect.txt", out.String())
+	// A queued bisection's result goes to the job's log, a line each.
+	var logged []string
+	daemonSink(func(s string) { logged = append(logged, s) })(app.Event{Kind: app.KindBisected, Bisected: res})
+	var want []string
+	for line := range strings.Lines(out.String()) {
+		if line = strings.TrimSpace(line); line != "" {
+			want = append(want, line)
+		}
+	}
+	if strings.Join(logged, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the job log got\n%s\nwant\n%s", strings.Join(logged, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func TestNightlyPrintGolden(t *testing.T) {

@@ -160,7 +160,7 @@ func requestCompareParse(env *Env) (app.CompareRequest, commonFlags, error) {
 // elsewhere).
 func requestParse(env *Env) (app.BisectRequest, commonFlags, error) {
 	fs := newFlags(env, "request bisect", "-s SCENARIO --good REV --bad REV [bisect flags]")
-	request := bisectFlags(fs)
+	request := app.BisectFlags(fs)
 	fs.Bool("json", false, "(ignored: the daemon logs the result)")
 	flags := addStoreFlags(fs)
 	flags.class = fs.String("class", "", "the machine `CLASS` to run on, e.g. bench-2core (default: machine.class, else default)")

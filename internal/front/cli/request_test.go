@@ -139,20 +139,3 @@ func TestRequestAndStatus(t *testing.T) {
 // TestLegacyJobRequest: a job an older 'pgbisect request' queued as the
 // command line of 'pgbisect bisect' is read as the request that command
 // line asked for; one that cannot be parsed fails with what to do.
-func TestLegacyJobRequest(t *testing.T) {
-	l := &app.LegacyJob{Argv: []string{"--scenario", "/abs/copy-single.yaml", "--good", "A", "--bad", "B",
-		"--metric", "copy_time", "--set", "rows=10", "--post", "--repo", "/old/repo", "--reuse-samples"}, Requester: "me@host"}
-	r, err := legacyBisectRequest(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := app.BisectRequest{Scenario: "/abs/copy-single.yaml", Good: "A", Bad: "B", Metric: "copy_time", Set: map[string]string{"rows": "10"},
-		Post: true, ReuseSamples: true, Requester: "me@host"}
-	if !reflect.DeepEqual(r, want) {
-		t.Errorf("legacy job read as %+v, want %+v", r, want)
-	}
-	l.Argv = []string{"--scenario", "/abs/s.yaml", "--frobnicate"}
-	if _, err := legacyBisectRequest(l); err == nil || !strings.Contains(err.Error(), "queue it again") {
-		t.Errorf("unparseable legacy job: %v", err)
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/pgbisect/pgbisect/internal/app"
@@ -21,18 +20,7 @@ func init() {
 }
 
 // runSetFlag collects repeated --set var=value flags.
-type runSetFlag map[string]string
-
-func (f runSetFlag) String() string { return "" }
-
-func (f runSetFlag) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("--set %q: want variable=value, e.g. --set scale=100", s)
-	}
-	f[k] = v
-	return nil
-}
+type runSetFlag = app.SetFlag
 
 func runRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "run", "-s SCENARIO [REV | --bindir DIR] [flags]")

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
-	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/internal/front/config"
 	"github.com/pgbisect/pgbisect/internal/front/jobs"
 	"github.com/pgbisect/pgbisect/internal/front/web"
@@ -68,9 +66,7 @@ func dashboard(ctx context.Context, env *Env, cfg *config.Config, st *store.Stor
 		return nil, fmt.Errorf("the config says web.private: true, but %s is not set: a private dashboard needs the token its readers sign in with", webTokenEnv)
 	}
 	if wc.Token != "" {
-		wc.Enqueue = func(ctx context.Context, r web.Request) (int64, error) {
-			return serveEnqueue(ctx, cfg, queue, class, r)
-		}
+		wc.Enqueue = web.Queue{Jobs: queue, Class: class, Scenarios: scenarioCatalog(cfg)}
 	}
 	srv, err := web.New(st, wc)
 	if err != nil {
@@ -88,39 +84,6 @@ func dashboard(ctx context.Context, env *Env, cfg *config.Config, st *store.Stor
 // webTokenEnv holds the dashboard's token (writes, and reads when
 // web.private); unset, the dashboard is read-only.
 const webTokenEnv = "PGBISECT_WEB_TOKEN"
-
-// serveEnqueue queues a bisection or a comparison requested on the
-// dashboard, checked first as far as it can be without the repository
-// (app.Check: a scenario name, never a path; the metric and the point): a
-// request that cannot run is refused now rather than failing in the queue.
-func serveEnqueue(ctx context.Context, cfg *config.Config, queue *jobs.Queue, class string, r web.Request) (int64, error) {
-	invalid := func(field string, err error) error {
-		return fmt.Errorf("%w: %w", web.ErrInvalid, &web.FieldError{Field: field, Msg: err.Error()})
-	}
-	var req app.Request
-	switch r.Kind {
-	case "bisect":
-		req = app.BisectRequest{Scenario: r.Scenario, Good: r.Good, Bad: r.Bad, Metric: r.Metric, Point: r.Point,
-			MinEffect: r.MinEffect, MaxSamples: r.MaxSamples, Requester: "dashboard"}
-	case "compare":
-		req = app.CompareRequest{Scenario: r.Scenario, A: r.A, B: r.B, Point: r.Point, MinEffect: r.MinEffect, MaxSamples: r.MaxSamples}
-	default:
-		return 0, invalid("kind", fmt.Errorf("%q is not a request the daemon runs", r.Kind))
-	}
-	req, err := app.Check(req, scenarioCatalog(cfg))
-	if err != nil {
-		var ce *app.CheckError
-		if errors.As(err, &ce) {
-			return 0, invalid(ce.Field, ce.Err)
-		}
-		return 0, invalid("", err)
-	}
-	job, err := queue.Enqueue(ctx, req, class)
-	if err != nil {
-		return 0, err
-	}
-	return job.ID, nil
-}
 
 // webhook is the handler of GitHub's issue_comment deliveries when
 // PGBISECT_WEBHOOK_SECRET is set (nil otherwise): it needs the repository

@@ -85,9 +85,9 @@ func (d *Dispatcher) follow(ctx context.Context, a store.Answer) (bool, error) {
 			continue // an event this pgbisect cannot read is no milestone
 		}
 		m := app.MilestoneOf(e)
-		if m.End && m.Failed && d.o.Pending != nil {
+		if m.End && m.Failed {
 			// An attempt failed; River may run the job again.
-			pending, err := d.o.Pending(ctx, a.JobID)
+			pending, err := d.o.Queue.Pending(ctx, a.JobID)
 			if err != nil {
 				return false, err
 			}

@@ -244,7 +244,7 @@ func TestFailedAttemptRetried(t *testing.T) {
 	f.hub.Comment(601, 64, "andres", "@pgbisect bisect copy-single --good A --bad B", time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC))
 	d := f.dispatcher(t)
 	pending := true
-	d.o.Pending = func(_ context.Context, job string) (bool, error) {
+	f.pending = func(_ context.Context, job string) (bool, error) {
 		if job != f.queued[0] {
 			t.Errorf("Pending(%q), want job %s", job, f.queued[0])
 		}

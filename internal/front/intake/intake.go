@@ -1,17 +1,13 @@
 // Package intake acts on requests made to the bot in GitHub comments: it
 // reads them (notify.Intake, by polling or from a webhook), checks who may
-// ask, parses them with the command line's rules, queues each job exactly
-// once (store.TakeCommand records the comment in the transaction that
-// queues it) and answers in the same thread.
-//
-// What a command means is the caller's: Options.Parse turns the words after
-// the handle into a Request, Options.Queue queues it, Options.Answer runs
-// the commands that only answer (status, cancel).
+// ask, parses them into the application's typed requests (Commands: the
+// command line's flags, app.Check), queues each job exactly once on River
+// (store.TakeCommand records the comment in the transaction that queues
+// it) and answers in the same thread.
 package intake
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,42 +17,19 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// Request is a parsed command.
-type Request struct {
-	// Kind is the command ("bisect", "compare", "status", "cancel").
-	Kind string
-	// Body is the typed request, as JSON, for the queue.
-	Body json.RawMessage
-	// Summary says in one line what will run, for the reply.
-	Summary string
-	// AnswerOnly marks commands that queue nothing (status, cancel).
-	AnswerOnly bool
-}
-
-// Options configure a Dispatcher. Intake, Store, Parse and Queue are
-// required.
+// Options configure a Dispatcher. Intake, Store and Queue are required.
 type Options struct {
 	Intake *notify.Intake
 	Store  *store.Store
-	// Parse turns a command's words into a request, with the command
-	// line's rules (and fetches what it names: a patch). Its error is the
-	// reply: it should name the mistake and suggest the fix ("did you mean
-	// copy-single?").
-	Parse func(ctx context.Context, args []string) (Request, error)
-	// Queue queues req's job in tx, the transaction that records the
-	// comment, and returns the job's id and its events stream (which
-	// Follow reads for the job's milestones; "" follows nothing).
-	Queue func(ctx context.Context, tx pgx.Tx, req Request, requestedBy string) (jobID, events string, err error)
-	// Pending, when set, says whether job id may still run (queued,
-	// running, or waiting for a retry): a failed attempt is then not the
-	// end of its answer. Nil: every failure is final.
-	Pending func(ctx context.Context, jobID string) (bool, error)
-	// Answer runs an answer-only request and returns the reply.
-	Answer func(ctx context.Context, req Request, requestedBy string) (string, error)
+	// Commands parses the commands (its Intake defaults to Intake).
+	Commands Commands
+	// Queue is where the commands' jobs go: NewQueue's River queue.
+	Queue Queue
 	// DashboardURL, when set, is where `pgbisect serve` is reachable; the
 	// reply links the job's page (DashboardURL/jobs/ID), the final answer
 	// the finding's (DashboardURL/findings/ID).
@@ -78,8 +51,11 @@ type Dispatcher struct{ o Options }
 
 // New returns a Dispatcher.
 func New(o Options) (*Dispatcher, error) {
-	if o.Intake == nil || o.Store == nil || o.Parse == nil || o.Queue == nil {
-		return nil, errors.New("intake: Intake, Store, Parse and Queue are required")
+	if o.Intake == nil || o.Store == nil || o.Queue == nil {
+		return nil, errors.New("intake: Intake, Store and Queue are required")
+	}
+	if o.Commands.Intake == nil {
+		o.Commands.Intake = o.Intake
 	}
 	if o.RateLimit <= 0 {
 		o.RateLimit = 10
@@ -205,7 +181,7 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 	}
 	// A command that queues a job is held to the rate limit before it is
 	// parsed: parsing fetches its patches.
-	if len(m.Args) > 0 && (m.Args[0] == "bisect" || m.Args[0] == "compare") {
+	if len(m.Args) > 0 && queuesJob(m.Args[0]) {
 		if did, err := limited(); did || err != nil {
 			return did, err
 		}
@@ -213,15 +189,12 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 	// A patch that cannot be fetched is answered, not retried: retrying
 	// would hold back every later command until its host answers, and the
 	// reply says what failed, so the user can ask again.
-	req, err := d.o.Parse(ctx, m.Args)
+	req, err := d.o.Commands.Parse(ctx, m.Args)
 	if err != nil {
 		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
 	}
 	if req.AnswerOnly {
-		if d.o.Answer == nil {
-			return answer("error: no answer", fmt.Sprintf("@%s `%s` is not available here.", m.User, req.Kind))
-		}
-		text, err := d.o.Answer(ctx, req, m.User)
+		text, err := d.o.Queue.Answer(ctx, req)
 		if err != nil {
 			text = fmt.Sprintf("`%s` failed: %v", req.Kind, err)
 		}
@@ -230,8 +203,14 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 	if did, err := limited(); did || err != nil {
 		return did, err
 	}
+	if b, ok := req.Request.(app.BisectRequest); ok {
+		b.Requester = "github:" + m.User
+		// The finding is posted like any: the culprits' issues.
+		b.Post = true
+		req.Request = b
+	}
 	cmd.Outcome = "queued"
-	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue(ctx, tx, req, m.User) })
+	jobID, err := d.o.Store.TakeCommand(ctx, cmd, func(tx pgx.Tx) (string, string, error) { return d.o.Queue.Enqueue(ctx, tx, req) })
 	if errors.Is(err, store.ErrCommandSeen) {
 		return false, nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbisect/pgbisect/internal/app"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/notify/githubtest"
 	"github.com/pgbisect/pgbisect/store"
@@ -32,31 +33,43 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// parse is a small command parser for these tests; pgbisect's own parser
-// uses the command line's rules.
-func parse(_ context.Context, args []string) (Request, error) {
-	if len(args) == 0 {
-		return Request{}, errors.New("no command: try `@pgbisect bisect SCENARIO --good A --bad B`")
-	}
-	switch args[0] {
-	case "status":
-		return Request{Kind: "status", AnswerOnly: true}, nil
-	case "bisect":
-		if len(args) < 2 || args[1] != "copy-single" {
-			return Request{}, fmt.Errorf("unknown scenario %q: did you mean copy-single?", strings.Join(args[1:2], ""))
-		}
-		b, _ := json.Marshal(map[string]any{"scenario": args[1], "args": args[2:]})
-		return Request{Kind: "bisect", Body: b, Summary: "bisect " + strings.Join(args[1:], " ")}, nil
-	}
-	return Request{}, fmt.Errorf("unknown command %q: use bisect, compare, status or cancel", args[0])
-}
-
 type fixture struct {
 	hub    *githubtest.Hub
 	st     *store.Store
 	queued []string // job ids, in order
-	fail   error    // the next Queue fails with it
+	fail   error    // the next Enqueue fails with it
+	// pending answers Pending; nil: no job may run again.
+	pending func(ctx context.Context, jobID string) (bool, error)
 }
+
+// Enqueue implements Queue: a row of the results store's jobs table.
+func (f *fixture) Enqueue(ctx context.Context, tx pgx.Tx, req Request) (string, string, error) {
+	if err := f.fail; err != nil {
+		f.fail = nil
+		return "", "", err
+	}
+	kind, body, err := app.Encode(req.Request)
+	if err != nil {
+		return "", "", err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", kind, body).Scan(&id); err != nil {
+		return "", "", err
+	}
+	f.queued = append(f.queued, fmt.Sprint(id))
+	return fmt.Sprint(id), EventsOf(id), nil
+}
+
+// Pending implements Queue.
+func (f *fixture) Pending(ctx context.Context, jobID string) (bool, error) {
+	if f.pending == nil {
+		return false, nil
+	}
+	return f.pending(ctx, jobID)
+}
+
+// Answer implements Queue.
+func (f *fixture) Answer(context.Context, Request) (string, error) { return "idle, 0 jobs queued", nil }
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{hub: githubtest.New(t, token), st: storetest.Store(t)}
@@ -70,21 +83,8 @@ func (f *fixture) dispatcher(t *testing.T) *Dispatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{Intake: in, Store: f.st, Parse: parse, DashboardURL: "http://bench.example.org:8080/",
-		Queue: func(ctx context.Context, tx pgx.Tx, req Request, by string) (string, string, error) {
-			if err := f.fail; err != nil {
-				f.fail = nil
-				return "", "", err
-			}
-			var id int64
-			if err := tx.QueryRow(ctx, "INSERT INTO jobs (kind, args) VALUES ($1, $2) RETURNING id", req.Kind, req.Body).Scan(&id); err != nil {
-				return "", "", err
-			}
-			f.queued = append(f.queued, fmt.Sprint(id))
-			return fmt.Sprint(id), EventsOf(id), nil
-		},
-		Answer: func(ctx context.Context, req Request, by string) (string, error) { return "idle, 0 jobs queued", nil },
-	})
+	d, err := New(Options{Intake: in, Store: f.st, Commands: Commands{Scenarios: scenarios(t)}, Queue: f,
+		DashboardURL: "http://bench.example.org:8080/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +163,9 @@ func TestCommandsFromComments(t *testing.T) {
 
 	all := f.replies()
 	for _, want := range []string{
-		"@andres queued as job " + f.queued[0] + ": bisect copy-single --good A --bad B. Follow it at http://bench.example.org:8080/jobs/" + f.queued[0] + ".",
+		"@andres queued as job " + f.queued[0] + ": bisect --scenario copy-single --good A --bad B. Follow it at http://bench.example.org:8080/jobs/" + f.queued[0] + ".",
 		"@stranger sorry, only users with write permission on pg/bot, or listed in the bot's github.allow, can start jobs (you have read permission on pg/bot).",
-		`@andres unknown scenario "copy-singel": did you mean copy-single?`,
+		`@andres unknown scenario "copy-singel" (did you mean copy-single?)`,
 		"@andres idle, 0 jobs queued",
 		`@andres I could not read that command: unclosed ' in "compare 'x": close the quote.`,
 	} {

@@ -33,14 +33,6 @@ import (
 	"github.com/pgbisect/pgbisect/internal/app"
 )
 
-// Job kinds, as River stores them.
-const (
-	KindBisect  = "bisect"
-	KindCompare = "compare"
-	KindNightly = "nightly"
-	KindDeliver = "deliver"
-)
-
 // DefaultClass is the machine class of a daemon and a job that name none.
 const DefaultClass = "default"
 
@@ -58,46 +50,84 @@ type Common struct {
 	Class string `json:"class"`
 }
 
-func (c Common) common() Common { return c }
-
-// BisectArgs is a queued bisection.
-type BisectArgs struct {
+// Args are the arguments of a job that runs a request of type R: River
+// stores them under R's kind, with the request as it is.
+type Args[R app.Request] struct {
 	Common
-	Request app.BisectRequest `json:"request"`
+	// Tick is the schedule's tick a job of a kind queued once per tick
+	// (a nightly pass) is for: with unique-by-arguments insertion, two
+	// daemons that both enqueue a tick make one job. Zero for other kinds.
+	Tick    time.Time `json:"tick,omitzero"`
+	Request R         `json:"request"`
 }
 
-// Kind implements river.JobArgs.
-func (BisectArgs) Kind() string { return KindBisect }
-
-// CompareArgs is a queued comparison.
-type CompareArgs struct {
-	Common
-	Request app.CompareRequest `json:"request"`
+// Kind implements river.JobArgs: the request's kind.
+func (Args[R]) Kind() string {
+	var r R
+	return r.Kind()
 }
 
-// Kind implements river.JobArgs.
-func (CompareArgs) Kind() string { return KindCompare }
-
-// NightlyArgs is one nightly pass of a class, for the schedule's tick at
-// Tick: with unique-by-arguments insertion, two daemons that both enqueue
-// a tick make one job.
-type NightlyArgs struct {
-	Common
-	Tick    time.Time          `json:"tick"`
-	Request app.NightlyRequest `json:"request"`
+// jobKinds are the kinds River runs, one line each: the queued kinds of
+// app's table (TestJobKindsAreTheQueuedKinds holds them equal). A new job
+// kind adds its line here.
+var jobKinds = []jobKind{
+	kindOf[app.BisectRequest]{},
+	kindOf[app.CompareRequest]{},
+	kindOf[app.NightlyRequest]{},
+	kindOf[app.DeliverRequest]{},
 }
 
-// Kind implements river.JobArgs.
-func (NightlyArgs) Kind() string { return KindNightly }
-
-// DeliverArgs asks for the pending findings to be posted.
-type DeliverArgs struct {
-	Common
-	Request app.DeliverRequest `json:"request"`
+// jobKind is a kind River runs: how a request becomes its job's
+// arguments, and its worker.
+type jobKind interface {
+	kind() string
+	args(r app.Request, c Common, p app.JobPolicy) (river.JobArgs, bool)
+	addWorker(w *river.Workers, d *Daemon)
 }
 
-// Kind implements river.JobArgs.
-func (DeliverArgs) Kind() string { return KindDeliver }
+type kindOf[R app.Request] struct{}
+
+func (kindOf[R]) kind() string { return Args[R]{}.Kind() }
+
+func (kindOf[R]) args(r app.Request, c Common, p app.JobPolicy) (river.JobArgs, bool) {
+	req, ok := r.(R)
+	if !ok {
+		return nil, false
+	}
+	a := Args[R]{Common: c, Request: req}
+	if p.OnePerTick {
+		a.Tick = time.Now().UTC().Truncate(time.Second)
+	}
+	return a, true
+}
+
+func (kindOf[R]) addWorker(w *river.Workers, d *Daemon) { river.AddWorker(w, &worker[R]{d: d}) }
+
+// NewArgs wraps a request into its job's arguments for class ("": the
+// default), with a fresh key, and returns them with the options they are
+// inserted with.
+func NewArgs(r app.Request, class string) (river.JobArgs, *river.InsertOpts, error) {
+	return newArgs(r, Common{Key: NewKey(r.Kind()), Class: class})
+}
+
+func newArgs(r app.Request, c Common) (river.JobArgs, *river.InsertOpts, error) {
+	if c.Class == "" {
+		c.Class = DefaultClass
+	}
+	if err := CheckClass(c.Class); err != nil {
+		return nil, nil, err
+	}
+	p, ok := app.QueuePolicy(r.Kind())
+	if !ok {
+		return nil, nil, app.CheckQueued(r)
+	}
+	for _, k := range jobKinds {
+		if a, ok := k.args(r, c, p); ok {
+			return a, policyOpts(p, c.Class), nil
+		}
+	}
+	return nil, nil, fmt.Errorf("a %s request has no job arguments in internal/front/jobs (jobKinds)", r.Kind())
+}
 
 // rawArgs are a job's arguments as stored, for the reaper's continuation
 // of a job: the same kind and JSON in a new row.
@@ -164,13 +194,21 @@ func MachineName(host string) string {
 	return s
 }
 
-// insertOpts are the insert options of a job of kind for class.
+// insertOpts are the insert options of a job of kind for class (the
+// kind's app.QueuePolicy).
 func insertOpts(kind, class string) *river.InsertOpts {
-	switch kind {
-	case KindDeliver:
-		return &river.InsertOpts{Queue: PostQueue, MaxAttempts: 20}
-	case KindNightly:
-		return &river.InsertOpts{Queue: class, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	p, _ := app.QueuePolicy(kind)
+	return policyOpts(p, class)
+}
+
+// policyOpts are the insert options of a job of policy p for class.
+func policyOpts(p app.JobPolicy, class string) *river.InsertOpts {
+	o := &river.InsertOpts{Queue: class, MaxAttempts: max(p.Attempts, 1)}
+	if p.Posts {
+		o.Queue = PostQueue
 	}
-	return &river.InsertOpts{Queue: class, MaxAttempts: 3}
+	if p.OnePerTick {
+		o.UniqueOpts = river.UniqueOpts{ByArgs: true}
+	}
+	return o
 }

@@ -15,10 +15,7 @@ import (
 // nopOps finish every job at once: the benchmark measures the queue.
 type nopOps struct{}
 
-func (nopOps) Bisect(context.Context, string, app.BisectRequest, app.Sink) error { return nil }
-func (nopOps) Compare(context.Context, app.CompareRequest, app.Sink) error       { return nil }
-func (nopOps) Nightly(context.Context, app.NightlyRequest, app.Sink) error       { return nil }
-func (nopOps) Deliver(context.Context, app.DeliverRequest, app.Sink) error       { return nil }
+func (nopOps) RunJob(context.Context, app.Job, app.Request, app.Sink) error { return nil }
 
 // BenchmarkJobs measures the jobs per second the queue sustains through
 // the whole path of a job: River's fetch and completion, pgbisect's lease
@@ -42,11 +39,11 @@ func benchJobs(b *testing.B, machines int) {
 	class := fmt.Sprintf("bench-%d-%d", machines, time.Now().UnixNano())
 	params := make([]river.InsertManyParams, b.N)
 	for i := range params {
-		args, err := Args(app.BisectRequest{Resume: "x"}, class)
+		args, opts, err := NewArgs(app.BisectRequest{Resume: "x"}, class)
 		if err != nil {
 			b.Fatal(err)
 		}
-		params[i] = river.InsertManyParams{Args: args, InsertOpts: insertOpts(KindBisect, class)}
+		params[i] = river.InsertManyParams{Args: args, InsertOpts: opts}
 	}
 	if _, err := q.client.InsertMany(ctx, params); err != nil {
 		b.Fatal(err)

@@ -20,18 +20,13 @@ import (
 	"github.com/pgbisect/pgbisect/store"
 )
 
-// Ops are the operations the workers call: the application's (see
-// internal/front/cli's adapter), or a simulation in tests. Each must save its
-// state through the store as it goes (a bisection does), so a job moved
-// to another machine resumes where the last save left it.
+// Ops run the jobs: *app.App (app.App.RunJob runs a request's operation),
+// or a simulation in tests. Each operation must save its state through the
+// store as it goes (a bisection does), so a job moved to another machine
+// resumes where the last save left it. A post job's error means some
+// findings wait: it is retried with backoff.
 type Ops interface {
-	// Bisect runs or resumes a bisection; events names its events stream.
-	Bisect(ctx context.Context, events string, req app.BisectRequest, sink app.Sink) error
-	Compare(ctx context.Context, req app.CompareRequest, sink app.Sink) error
-	Nightly(ctx context.Context, req app.NightlyRequest, sink app.Sink) error
-	// Deliver posts the pending findings; an error means some wait, and
-	// the job is retried with backoff.
-	Deliver(ctx context.Context, req app.DeliverRequest, sink app.Sink) error
+	RunJob(ctx context.Context, j app.Job, r app.Request, sink app.Sink) error
 }
 
 // DefaultLeaseTTL is how long a job's lease lasts unless renewed. A dead
@@ -112,20 +107,9 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker[BisectArgs]{d: d, run: func(ctx context.Context, key string, a BisectArgs, sink app.Sink) error {
-		return cfg.Ops.Bisect(ctx, EventsOf(key), a.Request, sink)
-	}})
-	river.AddWorker(workers, &worker[CompareArgs]{d: d, run: func(ctx context.Context, key string, a CompareArgs, sink app.Sink) error {
-		// A comparison records no events of its own: journal them, so its
-		// requester can follow it from another machine.
-		return cfg.Ops.Compare(ctx, a.Request, app.Journal(ctx, cfg.Store, EventsOf(key), sink, cfg.Log))
-	}})
-	river.AddWorker(workers, &worker[NightlyArgs]{d: d, run: func(ctx context.Context, _ string, a NightlyArgs, sink app.Sink) error {
-		return cfg.Ops.Nightly(ctx, a.Request, sink)
-	}})
-	river.AddWorker(workers, &deliverWorker{worker[DeliverArgs]{d: d, run: func(ctx context.Context, _ string, a DeliverArgs, sink app.Sink) error {
-		return cfg.Ops.Deliver(ctx, a.Request, sink)
-	}}})
+	for _, k := range jobKinds {
+		k.addWorker(workers, d)
+	}
 	queues := map[string]river.QueueConfig{cfg.Class: {MaxWorkers: 1}}
 	if !cfg.NoPosts {
 		queues[PostQueue] = river.QueueConfig{MaxWorkers: 1}
@@ -233,45 +217,47 @@ func (d *Daemon) background(ctx context.Context) {
 // EventsOf is the events stream of job key (store.AppendEvent).
 func EventsOf(key string) string { return "job-" + key }
 
-// leased is what every job's arguments offer the worker.
-type leased interface {
-	river.JobArgs
-	common() Common
-}
-
-// worker runs jobs of one kind under a lease.
-type worker[T leased] struct {
-	river.WorkerDefaults[T]
-	d   *Daemon
-	run func(ctx context.Context, key string, args T, sink app.Sink) error
+// worker runs the jobs of request type R under a lease.
+type worker[R app.Request] struct {
+	river.WorkerDefaults[Args[R]]
+	d *Daemon
 }
 
 // Timeout implements river.Worker: jobs run for hours; none times out.
-func (w *worker[T]) Timeout(*river.Job[T]) time.Duration { return -1 }
+func (w *worker[R]) Timeout(*river.Job[Args[R]]) time.Duration { return -1 }
+
+// NextRetry implements river.Worker: a post is retried with backoff, a
+// minute, doubling, at most an hour. That is GitHub's advice for its
+// secondary rate limits (wait at least a minute, then longer); the primary
+// limit's reset is waited for by notify's poster within a post. Other
+// jobs take River's default.
+func (w *worker[R]) NextRetry(job *river.Job[Args[R]]) time.Time {
+	if p, _ := app.QueuePolicy(job.Kind); p.Posts {
+		return time.Now().Add(PostBackoff(job.Attempt))
+	}
+	return time.Time{}
+}
 
 // Work implements river.Worker.
-func (w *worker[T]) Work(ctx context.Context, job *river.Job[T]) error {
-	c := job.Args.common()
+func (w *worker[R]) Work(ctx context.Context, job *river.Job[Args[R]]) error {
+	c := job.Args.Common
 	if c.Key == "" {
 		c.Key = fmt.Sprintf("%s-%d", job.Kind, job.ID)
 	}
 	if c.Class == "" {
 		c.Class = job.Queue
 	}
-	return w.d.leased(ctx, job.Kind, job.ID, c, func(ctx context.Context, sink app.Sink) error {
-		return w.run(ctx, c.Key, job.Args, sink)
+	d := w.d
+	j := app.Job{Events: EventsOf(c.Key), NoPosts: d.cfg.NoPosts, Enqueue: func(ctx context.Context, r app.Request) error {
+		args, opts, err := NewArgs(r, c.Class)
+		if err == nil {
+			_, err = d.client.Insert(ctx, args, opts)
+		}
+		return err
+	}}
+	return d.leased(ctx, job.Kind, job.ID, c, func(ctx context.Context, sink app.Sink) error {
+		return d.cfg.Ops.RunJob(ctx, j, job.Args.Request, sink)
 	})
-}
-
-// deliverWorker retries a post with backoff: a minute, doubling, at most
-// an hour. That is GitHub's advice for its secondary rate limits (wait at
-// least a minute, then longer); the primary limit's reset is waited for by
-// notify's poster within a post.
-type deliverWorker struct{ worker[DeliverArgs] }
-
-// NextRetry implements river.Worker.
-func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
-	return time.Now().Add(PostBackoff(job.Attempt))
 }
 
 // PostBackoff is the wait before a post's next attempt after attempt

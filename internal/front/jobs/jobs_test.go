@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -135,14 +136,11 @@ func TestMoveLegacyJobs(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, "UPDATE jobs SET status = 'done' WHERE id = $1", done); err != nil {
 		t.Fatal(err)
 	}
-	legacy := func(l *app.LegacyJob) (app.BisectRequest, error) {
-		return app.BisectRequest{Resume: l.Argv[1], Requester: l.Requester}, nil
-	}
-	n, err := q.MoveLegacyJobs(ctx, "legacy-class", legacy)
+	n, err := q.MoveLegacyJobs(ctx, "legacy-class")
 	if err != nil || n != 2 {
 		t.Fatalf("moved %d, %v; want 2", n, err)
 	}
-	if n, err := q.MoveLegacyJobs(ctx, "legacy-class", legacy); err != nil || n != 0 {
+	if n, err := q.MoveLegacyJobs(ctx, "legacy-class"); err != nil || n != 0 {
 		t.Fatalf("second move: %d, %v; want nothing", n, err)
 	}
 	rows, err := st.Pool().Query(ctx, `SELECT j.id, r.kind, r.queue, r.args FROM jobs j JOIN river_job r ON r.id = j.river_id
@@ -151,7 +149,7 @@ func TestMoveLegacyJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var got []BisectArgs
+	var got []Args[app.BisectRequest]
 	var legacyIDs []int64
 	for rows.Next() {
 		var id int64
@@ -160,7 +158,7 @@ func TestMoveLegacyJobs(t *testing.T) {
 		if err := rows.Scan(&id, &kind, &queue, &raw); err != nil {
 			t.Fatal(err)
 		}
-		var a BisectArgs
+		var a Args[app.BisectRequest]
 		if err := json.Unmarshal(raw, &a); err != nil || kind != "bisect" || queue != "legacy-class" || a.Class != "legacy-class" {
 			t.Fatalf("moved job %d: %s in %s: %s (%v)", id, kind, queue, raw, err)
 		}
@@ -182,3 +180,43 @@ func TestMoveLegacyJobs(t *testing.T) {
 }
 
 func jsonInt(i int64) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestJobKindsAreTheQueuedKinds: River runs a worker for each kind app's
+// table queues, and for no other; each request becomes its kind's job,
+// queued with the kind's policy, and a request the daemon does not run is
+// refused with the list of those it does.
+func TestJobKindsAreTheQueuedKinds(t *testing.T) {
+	var got []string
+	for _, k := range jobKinds {
+		got = append(got, k.kind())
+	}
+	if want := app.QueuedKinds(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("job kinds %v, app queues %v: add or remove the line in jobKinds", got, want)
+	}
+	for _, r := range []app.Request{app.BisectRequest{Resume: "b"}, app.CompareRequest{}, app.NightlyRequest{}, app.DeliverRequest{}} {
+		args, opts, err := NewArgs(r, "bench-2core")
+		if err != nil || args.Kind() != r.Kind() {
+			t.Fatalf("%s: %v %v", r.Kind(), args, err)
+		}
+		data, _ := json.Marshal(args)
+		var back struct {
+			Common
+			Tick    time.Time       `json:"tick"`
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal(data, &back); err != nil || back.Class != "bench-2core" || !strings.HasPrefix(back.Key, r.Kind()+"-") {
+			t.Errorf("%s args %s: %v", r.Kind(), data, err)
+		}
+		if dec, _, err := app.DecodeRequest(args.Kind(), back.Request); err != nil || !reflect.DeepEqual(dec, r) {
+			t.Errorf("%s: the request read back is %#v (%v), want %#v", r.Kind(), dec, err, r)
+		}
+		p, _ := app.QueuePolicy(r.Kind())
+		if back.Tick.IsZero() == p.OnePerTick || (opts.Queue == PostQueue) != p.Posts || opts.MaxAttempts != p.Attempts ||
+			opts.UniqueOpts.ByArgs != p.OnePerTick {
+			t.Errorf("%s: args %s, options %+v; policy %+v", r.Kind(), data, opts, p)
+		}
+	}
+	if _, _, err := NewArgs(app.RunRequest{}, ""); err == nil || !strings.Contains(err.Error(), "the daemon runs bisect, compare, nightly, deliver") {
+		t.Errorf("a run request queued: %v", err)
+	}
+}

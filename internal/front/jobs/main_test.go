@@ -100,7 +100,20 @@ func simValue(i int) float64 {
 	return 100
 }
 
-func (o *simOps) Bisect(ctx context.Context, _ string, req app.BisectRequest, _ app.Sink) error {
+// RunJob implements Ops.
+func (o *simOps) RunJob(ctx context.Context, _ app.Job, r app.Request, _ app.Sink) error {
+	switch r := r.(type) {
+	case app.BisectRequest:
+		return o.bisect(ctx, r)
+	case app.NightlyRequest:
+		return o.nightly(ctx)
+	case app.DeliverRequest:
+		return o.deliver(ctx)
+	}
+	return nil
+}
+
+func (o *simOps) bisect(ctx context.Context, req app.BisectRequest) error {
 	id := req.Resume
 	for {
 		have, err := o.st.Samples(ctx, store.SampleQuery{BuildKey: "sim", Commit: id, Scenario: "sim", Metric: "m"})
@@ -140,15 +153,13 @@ func (o *simOps) Bisect(ctx context.Context, _ string, req app.BisectRequest, _ 
 	}
 }
 
-func (o *simOps) Compare(context.Context, app.CompareRequest, app.Sink) error { return nil }
-
-func (o *simOps) Nightly(ctx context.Context, _ app.NightlyRequest, _ app.Sink) error {
+func (o *simOps) nightly(ctx context.Context) error {
 	l, _ := store.LeaseOf(ctx)
 	_, err := o.st.AppendEvent(ctx, "sim-nightly", "pass", json.RawMessage(strconv.Quote(l.JobID)))
 	return err
 }
 
-func (o *simOps) Deliver(ctx context.Context, _ app.DeliverRequest, _ app.Sink) error {
+func (o *simOps) deliver(ctx context.Context) error {
 	select {
 	case <-time.After(5 * o.step):
 	case <-ctx.Done():

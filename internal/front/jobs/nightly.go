@@ -53,9 +53,9 @@ func Tick(s nightly.Schedule, now time.Time) time.Time {
 // NightlyJob is the nightly pass of class for the tick at or before now.
 func NightlyJob(s nightly.Schedule, class string, now time.Time, req app.NightlyRequest) (river.JobArgs, *river.InsertOpts) {
 	tick := Tick(s, now).UTC()
-	return NightlyArgs{
+	return Args[app.NightlyRequest]{
 		Common:  Common{Key: fmt.Sprintf("nightly-%s-%s", class, tick.Format("20060102T150405Z")), Class: class},
 		Tick:    tick,
 		Request: req,
-	}, insertOpts(KindNightly, class)
+	}, insertOpts(req.Kind(), class)
 }

@@ -34,37 +34,14 @@ func NewQueue(st *store.Store) (*Queue, error) {
 	return &Queue{st: st, client: c}, nil
 }
 
-// Args wraps a request into its job's arguments for class ("": the
-// default), with a fresh key.
-func Args(r app.Request, class string) (river.JobArgs, error) {
-	if class == "" {
-		class = DefaultClass
-	}
-	if err := CheckClass(class); err != nil {
-		return nil, err
-	}
-	c := Common{Key: NewKey(r.Kind()), Class: class}
-	switch req := r.(type) {
-	case app.BisectRequest:
-		return BisectArgs{Common: c, Request: req}, nil
-	case app.CompareRequest:
-		return CompareArgs{Common: c, Request: req}, nil
-	case app.NightlyRequest:
-		return NightlyArgs{Common: c, Tick: time.Now().UTC().Truncate(time.Second), Request: req}, nil
-	case app.DeliverRequest:
-		return DeliverArgs{Common: c, Request: req}, nil
-	}
-	return nil, fmt.Errorf("a %s request cannot be queued: the daemon runs bisect, compare, nightly and deliver", r.Kind())
-}
-
 // EnqueueTx queues request r for a machine of class in tx, so that the job
 // exists exactly when what tx records does (a GitHub comment acted on).
 func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, r app.Request, class string) (*rivertype.JobRow, error) {
-	args, err := Args(r, class)
+	args, opts, err := NewArgs(r, class)
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.client.InsertTx(ctx, tx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+	res, err := q.client.InsertTx(ctx, tx, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("queueing a %s job: %w", r.Kind(), err)
 	}
@@ -82,11 +59,11 @@ func EventsOfRow(row *rivertype.JobRow) string {
 
 // Enqueue queues request r for a machine of class and returns the job.
 func (q *Queue) Enqueue(ctx context.Context, r app.Request, class string) (*rivertype.JobRow, error) {
-	args, err := Args(r, class)
+	args, opts, err := NewArgs(r, class)
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.client.Insert(ctx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+	res, err := q.client.Insert(ctx, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("queueing a %s job: %w", r.Kind(), err)
 	}
@@ -179,27 +156,27 @@ func jobOf(r *rivertype.JobRow) Job {
 
 // MoveLegacyJobs moves the jobs queued (or left running) in the queue
 // pgbisect kept before River into River, for class, in one transaction,
-// keeping their order. Each keeps its request; legacy, when a job was
-// queued as a command line by an older pgbisect, turns that into a
-// request. It returns how many moved.
-func (q *Queue) MoveLegacyJobs(ctx context.Context, class string, legacy func(*app.LegacyJob) (app.BisectRequest, error)) (int, error) {
+// keeping their order. Each keeps its request; a job an older pgbisect
+// queued as a command line becomes its request (app.LegacyJob.Request).
+// It returns how many moved.
+func (q *Queue) MoveLegacyJobs(ctx context.Context, class string) (int, error) {
 	return q.st.MoveLegacyJobs(ctx, func(tx pgx.Tx, j store.LegacyJob) (int64, error) {
 		r, l, err := app.DecodeRequest(j.Kind, j.Args)
-		if errors.Is(err, app.ErrLegacyJob) && legacy != nil {
-			r, err = legacy(l)
+		if errors.Is(err, app.ErrLegacyJob) {
+			r, err = l.Request()
 		}
 		if err != nil {
 			return 0, err
 		}
-		args, err := Args(r, class)
-		if err != nil {
-			return 0, err
-		}
-		if c, ok := args.(BisectArgs); ok {
+		c := Common{Key: NewKey(r.Kind()), Class: class}
+		if r.Kind() == (app.BisectRequest{}).Kind() {
 			c.Key = fmt.Sprintf("legacy-%d", j.ID)
-			args = c
 		}
-		res, err := q.client.InsertTx(ctx, tx, args, insertOpts(args.Kind(), args.(leased).common().Class))
+		args, opts, err := newArgs(r, c)
+		if err != nil {
+			return 0, err
+		}
+		res, err := q.client.InsertTx(ctx, tx, args, opts)
 		if err != nil {
 			return 0, err
 		}

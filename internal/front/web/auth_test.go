@@ -50,7 +50,7 @@ func do(t *testing.T, c *http.Client, method, u, body string, header map[string]
 func TestLogin(t *testing.T) {
 	st := storetest.Store(t)
 	const token = "login-token-0123456789"
-	srv, err := New(st, Config{Token: token, Enqueue: func(context.Context, Request) (int64, error) { return 0, nil }})
+	srv, err := New(st, Config{Token: token, Enqueue: EnqueueFunc(func(context.Context, Request) (int64, error) { return 0, nil })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestRequestForm(t *testing.T) {
 		}
 		return nil
 	})
-	srv, err := New(st, Config{Token: token, Enqueue: enqueue, Jobs: queue.q, Scenarios: []string{"copy-single", "select-only"}})
+	srv, err := New(st, Config{Token: token, Enqueue: EnqueueFunc(enqueue), Jobs: queue.q, Scenarios: []string{"copy-single", "select-only"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ func (s *Server) streamOf(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	for _, j := range js {
-		if j.State != "running" || j.Kind != jobs.KindBisect {
+		if j.State != "running" || j.Kind != (app.BisectRequest{}).Kind() {
 			continue
 		}
 		evs, err := s.st.Events(ctx, jobs.EventsOf(j.Key), 0, jobFirst)

@@ -375,7 +375,7 @@ func TestBrowserRequestForm(t *testing.T) {
 	const class = "web-browser-form" // no daemon of these tests takes its jobs
 	queue := newTestQueue(t, st, class)
 	enqueue := queue.enqueue(nil)
-	srv, err := New(st, Config{Token: token, Private: true, Enqueue: enqueue, Jobs: queue.q, Scenarios: []string{"copy-single"}})
+	srv, err := New(st, Config{Token: token, Private: true, Enqueue: EnqueueFunc(enqueue), Jobs: queue.q, Scenarios: []string{"copy-single"}})
 	if err != nil {
 		t.Fatal(err)
 	}

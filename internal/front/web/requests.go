@@ -154,7 +154,7 @@ func formRequest(form url.Values) (Request, error) {
 func (s *Server) enqueue(r *http.Request, req Request) (int64, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 	defer cancel()
-	id, err := s.cfg.Enqueue(ctx, req)
+	id, err := s.cfg.Enqueue.Enqueue(ctx, req)
 	if err == nil {
 		s.log.Info("queued a request from the dashboard", "job", id, "kind", req.Kind, "scenario", req.Scenario)
 	}

@@ -28,7 +28,7 @@ func TestRequests(t *testing.T) {
 		return nil
 	})
 	classJobs := queue.jobs
-	srv, err := New(st, Config{Token: token, Enqueue: enqueue})
+	srv, err := New(st, Config{Token: token, Enqueue: EnqueueFunc(enqueue)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +129,10 @@ func TestRequests(t *testing.T) {
 // TestRequestsDisabled: without a token the dashboard takes no writes.
 func TestRequestsDisabled(t *testing.T) {
 	st := storetest.Store(t)
-	srv, err := New(st, Config{Enqueue: func(context.Context, Request) (int64, error) {
+	srv, err := New(st, Config{Enqueue: EnqueueFunc(func(context.Context, Request) (int64, error) {
 		t.Fatal("enqueued on a dashboard without a token")
 		return 0, nil
-	}})
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}

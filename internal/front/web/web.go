@@ -118,9 +118,9 @@ type Config struct {
 	Private bool
 	// Scenarios are the scenario names the request form offers.
 	Scenarios []string
-	// Enqueue queues a valid request and returns its job id; errors
-	// wrapping ErrInvalid are the request's fault. Nil disables writes.
-	Enqueue func(ctx context.Context, r Request) (int64, error)
+	// Enqueue queues the requests (a Queue; EnqueueFunc in tests). Nil
+	// disables writes.
+	Enqueue Enqueuer
 }
 
 //go:embed templates/*.html

@@ -1,4 +1,4 @@
-package cli
+package intake
 
 import (
 	"context"
@@ -13,8 +13,6 @@ import (
 
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/app"
-	"github.com/pgbisect/pgbisect/internal/front/config"
-	"github.com/pgbisect/pgbisect/internal/front/intake"
 	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
 	"github.com/pgbisect/pgbisect/notify"
 	"github.com/pgbisect/pgbisect/notify/githubtest"
@@ -22,7 +20,7 @@ import (
 
 // FuzzIntakeCommand feeds a comment body through what the bot does with
 // one: notify.Commands finds the lines addressed to it, notify.SplitArgs
-// splits them, intakeParser makes requests of them (patches from a local
+// splits them, Commands.Parse makes requests of them (patches from a local
 // allowlisted host and pull requests of the fake GitHub). Whatever the
 // comment: no panic, the time bounded, split words that re-quote to the
 // same words, and either a short error or a request the queue's strict
@@ -42,11 +40,7 @@ func FuzzIntakeCommand(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cfg, err := config.Load([]byte("repo: /x\n"), "../../../configs/pgbisect.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
-	parse := intakeParser(cfg, intakePatches{intake: in, fetcher: &notify.PatchFetcher{Allow: []string{files.URL}, MaxBytes: 1 << 20}})
+	parse := Commands{Scenarios: scenarios(f), Intake: in, Fetcher: &notify.PatchFetcher{Allow: []string{files.URL}, MaxBytes: 1 << 20}}.Parse
 
 	// The examples of docs/github.md, then the same in other shapes.
 	for _, c := range []string{
@@ -82,7 +76,7 @@ func FuzzIntakeCommand(f *testing.F) {
 			if again, err := notify.SplitArgs(strings.Join(requoted, " ")); err != nil || !reflect.DeepEqual(again, args) {
 				t.Errorf("%q split into %q; quoted again it splits into %q (%v)", line, args, again, err)
 			}
-			var req intake.Request
+			var req Request
 			fuzztest.Within(t, func() { req, err = parse(ctx, args) })
 			if err != nil {
 				fuzztest.ShortError(t, err, len(strconv.Quote(line)))
@@ -94,7 +88,7 @@ func FuzzIntakeCommand(f *testing.F) {
 }
 
 // checkIntakeRequest checks one parsed command: see FuzzIntakeCommand.
-func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Context, []string) (intake.Request, error), args []string, req intake.Request) {
+func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Context, []string) (Request, error), args []string, req Request) {
 	t.Helper()
 	switch req.Kind {
 	case "status", "cancel":
@@ -106,9 +100,13 @@ func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Co
 	default:
 		t.Fatalf("%q: a request of kind %q", args, req.Kind)
 	}
-	r, _, err := app.DecodeRequest(req.Kind, req.Body)
+	kind, body, err := app.Encode(req.Request)
+	if err != nil || kind != req.Kind {
+		t.Fatalf("%q: a %s command encodes as %s: %v", args, req.Kind, kind, err)
+	}
+	r, _, err := app.DecodeRequest(kind, body)
 	if err != nil {
-		t.Fatalf("%q: the queue cannot read the request: %v\n%s", args, err, req.Body)
+		t.Fatalf("%q: the queue cannot read the request: %v\n%s", args, err, body)
 	}
 	var again []string
 	switch r := r.(type) {
@@ -152,8 +150,8 @@ func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Co
 	if err != nil {
 		t.Fatalf("%q parsed; written back as %q it does not: %v", args, again, err)
 	}
-	if req2.Kind != req.Kind || string(req2.Body) != string(req.Body) {
-		t.Errorf("%q: %s\nwritten back as %q: %s", args, req.Body, again, req2.Body)
+	if !reflect.DeepEqual(req2.Request, req.Request) {
+		t.Errorf("%q: %+v\nwritten back as %q: %+v", args, req.Request, again, req2.Request)
 	}
 }
 
