@@ -180,7 +180,7 @@ func TestOrderEffect(t *testing.T) {
 		r.Progress = st
 		order := Order{Targets: len(targets)}
 		if *orderSeed != 0 {
-			order.Seed = Mix64(*orderSeed + uint64(rep))
+			order.Seed = stats.Mix64(*orderSeed + uint64(rep))
 		}
 		pos, perSide := 0, map[string]int{}
 		for n := 0; n < *orderSamples; n += *orderBatch {

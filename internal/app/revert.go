@@ -157,7 +157,7 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 	th := in.Thresholds.WithDefaults()
 	th.MaxSamples *= bisect.CheckBudget
 	th.Batch *= bisect.CheckBudget
-	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
+	order := bench.Order{Seed: stats.SeedOf(reverted.Hash + from), Targets: len(targets)}
 	values := make([][]float64, len(targets))
 	// The looks are those of every comparison (bench.Sequential): the
 	// first after th.FirstLook() runs of each build, each next one as far
@@ -208,15 +208,6 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 }
 
 func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
-
-// stringSeed folds a hex hash into a seed.
-func stringSeed(s string) uint64 {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * 1099511628211
-	}
-	return h
-}
 
 // wanted reports whether RevertChecks would check anything of f.
 func (in RevertInputs) wanted(f *finding.Finding) bool {

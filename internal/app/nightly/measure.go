@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -115,9 +114,7 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 // and the point, so that neither side always starts and a rerun of the same
 // night samples in the same order.
 func sampleOrder(id int64, sc *bench.Scenario, pt bench.Point, sides int) bench.Order {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%s\x00%s", id, sc.Name, pt.String())
-	return bench.Order{Seed: bench.Mix64(h.Sum64()) | 1, Targets: sides}
+	return bench.Order{Seed: stats.SeedOf(fmt.Sprintf("%d\x00%s\x00%s", id, sc.Name, pt.String())), Targets: sides}
 }
 
 // store keeps one sample's metrics with its environment.
