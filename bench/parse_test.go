@@ -65,22 +65,3 @@ func TestParseExplain(t *testing.T) {
 		t.Error("a plan-less EXPLAIN parsed without error")
 	}
 }
-
-// TestInterleaveOrder checks the A B B A A B order, for three targets too.
-func TestInterleaveOrder(t *testing.T) {
-	cases := []struct {
-		targets, per int
-		want         []int
-	}{
-		{2, 3, []int{0, 1, 1, 0, 0, 1}},
-		{2, 4, []int{0, 1, 1, 0, 0, 1, 1, 0}},
-		{3, 2, []int{0, 1, 2, 2, 1, 0}},
-		{1, 3, []int{0, 0, 0}},
-		{2, 0, []int{}},
-	}
-	for _, c := range cases {
-		if got := InterleaveOrder(c.targets, c.per); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("InterleaveOrder(%d, %d) = %v, want %v", c.targets, c.per, got, c.want)
-		}
-	}
-}

@@ -627,12 +627,10 @@ func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed ui
 	if c.Verdict == stats.Unknown && smaller != nil && smaller(c) {
 		return -1, &c
 	}
-	if c.Verdict == stats.Unknown {
-		if more := th.More(c); more > 0 {
-			*target = min(len(a), len(b)) + more
-			return nextSide(len(a), len(b), *target, seed), nil
-		}
-		c = c.AtBudget()
+	c, more := th.Look(c, false)
+	if more > 0 {
+		*target = min(len(a), len(b)) + more
+		return nextSide(len(a), len(b), *target, seed), nil
 	}
 	return -1, &c
 }

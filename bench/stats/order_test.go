@@ -43,3 +43,22 @@ func TestSeededOrder(t *testing.T) {
 		t.Errorf("three targets: second round %s is not the first reversed (%v)", got, three)
 	}
 }
+
+// TestUnseededOrder checks the A B B A A B order of seed 0, for three targets too.
+func TestUnseededOrder(t *testing.T) {
+	cases := []struct {
+		targets, per int
+		want         []int
+	}{
+		{2, 3, []int{0, 1, 1, 0, 0, 1}},
+		{2, 4, []int{0, 1, 1, 0, 0, 1, 1, 0}},
+		{3, 2, []int{0, 1, 2, 2, 1, 0}},
+		{1, 3, []int{0, 0, 0}},
+		{2, 0, []int{}},
+	}
+	for _, c := range cases {
+		if got := (Order{Targets: c.targets}).Rounds(0, c.per); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Order{Targets: %d}.Rounds(0, %d) = %v, want %v", c.targets, c.per, got, c.want)
+		}
+	}
+}
