@@ -12,13 +12,14 @@ type Sampler interface {
 	Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sample, error)
 }
 
-// Sequential is one sequential A/B comparison of two builds at one point,
-// the loop every comparison of pgbisect runs (compare, the nightly pass):
-// samples of A (Targets[0]) and B interleaved in Order, in batches, a look
-// after each batch, until every judged metric has a verdict or the budget
-// is spent. Plan (the scenario's thresholds) plans the batches: its
-// FirstLook, its looks (stats.Thresholds.More), its MaxSamples and its
-// MaxTime; Judge gives each metric's thresholds, which judge it. A metric
+// Sequential is one sequential A/B comparison of two builds at one point
+// (compare, the nightly pass), run by the sampling loop (Loop): samples of
+// A (Targets[0]) and B interleaved in Order, in batches, a look after each
+// batch, until every judged metric has a verdict or the budget is spent.
+// Plan (the scenario's thresholds) plans the batches: its FirstLook, its
+// looks (stats.Thresholds.Look, the rule the bisection planner follows
+// too), its MaxSamples and its MaxTime; Judge gives each metric's
+// thresholds, which judge it. A metric
 // the scenario only records, and a statistic no sample had, wait for
 // nothing.
 type Sequential struct {
