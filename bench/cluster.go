@@ -177,9 +177,6 @@ func (c *cluster) env() []string { return c.pg.Env(c.workDir) }
 // logTail returns the last n lines of the server log.
 func (c *cluster) logTail(n int) string { return c.pg.LogTail(n) }
 
-// tail returns the last n lines of b.
-func tail(b []byte, n int) string { return proc.Tail(string(b), n) }
-
 // removeStale removes clusters left under stateDir by a pgbisect process
 // that no longer runs (killed before it could clean up), stopping any
 // server still running in them.

@@ -101,16 +101,11 @@ func perfCounts(ctx context.Context) (bool, string) {
 	if _, ok := parsePerfStat(string(out)); ok && err == nil {
 		return true, ""
 	}
-	line := strings.TrimSpace(lastLine(string(out)))
+	line := strings.TrimSpace(proc.Tail(strings.TrimSpace(string(out)), 1))
 	if strings.Contains(line, "<not supported>") {
 		return false, fmt.Sprintf("this machine has no hardware counters (perf stat -e %s: not supported)", perfEvent)
 	}
 	return false, fmt.Sprintf("perf stat -e %s failed: %s", perfEvent, line)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 // parsePerfStat reads the count of perf stat -x, output: the first field
@@ -445,7 +440,7 @@ func (ps *perfStat) stop(ctx context.Context) (float64, error) {
 	}
 	v, ok := parsePerfStat(string(data))
 	if !ok {
-		return 0, fmt.Errorf("instructions: perf stat counted nothing: %s", strings.TrimSpace(lastLine(string(data))))
+		return 0, fmt.Errorf("instructions: perf stat counted nothing: %s", strings.TrimSpace(proc.Tail(strings.TrimSpace(string(data)), 1)))
 	}
 	return v, nil
 }

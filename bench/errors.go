@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
 // ErrUnmeasurable is matched (errors.Is) by every *MeasureError: the
@@ -103,7 +105,7 @@ func measureError(stateDir string, c *cluster, target, phase string, err error) 
 	if rerr != nil {
 		return e
 	}
-	e.LogTail = tail(b, 40)
+	e.LogTail = proc.Tail(string(b), 40)
 	e.Crash = crashLine(string(b))
 	dir := filepath.Join(stateDir, "logs")
 	if os.MkdirAll(dir, 0o755) == nil {

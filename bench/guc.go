@@ -60,7 +60,7 @@ func DescribeServer(ctx context.Context, binDir string, u *proc.User) (*Server, 
 	postgres := binDir + "/postgres"
 	out, err := runPostgres(ctx, u, postgres, "--version")
 	if err != nil {
-		return nil, fmt.Errorf("%s --version: %w\n%s", postgres, err, tail(out, 5))
+		return nil, fmt.Errorf("%s --version: %w\n%s", postgres, err, proc.Tail(string(out), 5))
 	}
 	m := versionRe.FindSubmatch(out)
 	if m == nil {
@@ -72,7 +72,7 @@ func DescribeServer(ctx context.Context, binDir string, u *proc.User) (*Server, 
 	}
 	out, err = runPostgres(ctx, u, postgres, "--describe-config")
 	if err != nil {
-		return nil, fmt.Errorf("%s --describe-config: %w\n%s", postgres, err, tail(out, 5))
+		return nil, fmt.Errorf("%s --describe-config: %w\n%s", postgres, err, proc.Tail(string(out), 5))
 	}
 	srv := &Server{Version: v, Settings: parseDescribeConfig(out)}
 	if len(srv.Settings) == 0 {

@@ -375,7 +375,7 @@ metrics:
 	r := &Runner{StateDir: filepath.Join(dir, "state"), Progress: &progress}
 	targets := []Target{{Name: "A", BinDir: debianBin}, {Name: "B", BinDir: debianBin}}
 	samples := 0
-	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 1), func(Sample) error { samples++; return nil })
+	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], Order{}, 1, func(int, *Sample) error { samples++; return nil })
 	// stats_temp_directory was removed in 15.
 	want := path + `:4: PostgreSQL 15.18 does not know the setting "stats_temp_directory"`
 	if err == nil || !strings.Contains(err.Error(), want) {

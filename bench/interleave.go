@@ -3,128 +3,98 @@ package bench
 import (
 	"context"
 	"fmt"
+
+	"github.com/pgbisect/pgbisect/bench/stats"
 )
 
-// Order is the order in which an interleaved comparison samples its
-// targets. Samples come in rounds, each target once per round, and rounds
-// in blocks of two, the second round the reverse of the first (A B B A),
-// so a steady drift of the machine adds the same to every target on
-// average. Which target starts a block is what Seed decides:
-//
-//   - Seed 0: target 0 starts every block (A B B A A B B A ...), the order
-//     of samplers before orders were seeded. Side A then always runs first
-//     in a comparison and after every look.
-//   - Any other seed: each block's first round is a permutation drawn from
-//     (Seed, block), so either side starts a block equally often (A B B A
-//     B A A B ...) and a state left by the previous sample (written-back
-//     pages, a warm cache, a checkpoint) falls on both sides alike.
-//
-// An Order is a pure function of its fields: a resumed comparison that
-// keeps its seed and the number of rounds taken continues exactly.
-type Order struct {
-	Seed    uint64 `json:"seed"`
-	Targets int    `json:"targets"`
+// Order is the sample order of an interleaved comparison: stats.Order,
+// the one order the sampling loop and the bisection planner share.
+type Order = stats.Order
+
+// Loop is the one sampling loop of pgbisect's measurements outside a
+// bisection (compare, the nightly pass, revert checks, profiles, native
+// times): samples of the targets interleaved in Order, in batches, a look
+// after each batch, until the look asks for no more. The bisection
+// planner takes its samples one at a time through its pure Next, in the
+// same order (stats.Order) and with the same look rule
+// (stats.Thresholds.Next).
+type Loop struct {
+	Scenario *Scenario
+	Point    Point
+	Targets  []Target
+	// Order is the sample order; its Targets is set to len(Targets).
+	Order Order
+	// First is the number of runs of each target before the first look.
+	First int
+	// Next is the look after each batch, with the runs of each target so
+	// far: the number more each takes before the next look, 0 to stop.
+	// Nil: First runs of each and no look.
+	Next func(n int) (more int, err error)
+
+	// Before is called before each sample with its target (an index into
+	// Targets), its place k in the batch and the batch's size; After with
+	// each sample as soon as it is taken (to store it: an error stops the
+	// loop and is returned as it is). Either may be nil.
+	Before func(side, k, batch int)
+	After  func(side int, s *Sample) error
 }
 
-// Round returns the targets of round r in the order they are sampled.
-func (o Order) Round(r int) []int {
-	first := o.blockStart(r / 2)
-	if r%2 == 0 {
-		return first
-	}
-	rev := make([]int, len(first))
-	for i, t := range first {
-		rev[len(first)-1-i] = t
-	}
-	return rev
+// SampleError is a sample that failed: which target, and why.
+type SampleError struct {
+	Target string
+	Err    error
 }
 
-// Rounds returns the sample order of rounds from .. from+n-1: indexes into
-// the targets, n of each.
-func (o Order) Rounds(from, n int) []int {
-	order := make([]int, 0, o.Targets*n)
-	for r := from; r < from+n; r++ {
-		order = append(order, o.Round(r)...)
-	}
-	return order
-}
+func (e *SampleError) Error() string { return fmt.Sprintf("sample of %s: %v", e.Target, e.Err) }
+func (e *SampleError) Unwrap() error { return e.Err }
 
-// Next returns the target to sample next in a comparison whose targets
-// have taken counts[i] samples each: the target with fewest samples
-// (the first of them in its round's order), so a comparison resumed from
-// its sample counts alone continues the order.
-func (o Order) Next(counts []int) int {
-	low := counts[0]
-	for _, c := range counts {
-		low = min(low, c)
-	}
-	for _, t := range o.Round(low) {
-		if counts[t] == low {
-			return t
+// Run takes the samples with s and returns the runs of each target taken.
+// A sample that fails stops it with a *SampleError.
+func (l *Loop) Run(ctx context.Context, s Sampler) (int, error) {
+	order := l.Order
+	order.Targets = len(l.Targets)
+	n, want := 0, l.First
+	for want > n {
+		batch := order.Rounds(n, want-n)
+		for k, side := range batch {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			if l.Before != nil {
+				l.Before(side, k, len(batch))
+			}
+			sm, err := s.Run(ctx, l.Scenario, l.Targets[side], l.Point)
+			if err != nil {
+				return n, &SampleError{Target: l.Targets[side].Name, Err: err}
+			}
+			if l.After != nil {
+				if err := l.After(side, sm); err != nil {
+					return n, err
+				}
+			}
 		}
+		n = want
+		if l.Next == nil {
+			break
+		}
+		more, err := l.Next(n)
+		if err != nil {
+			return n, err
+		}
+		want = n + max(more, 0)
 	}
-	return 0
+	return n, nil
 }
 
-// blockStart returns the first round of block b: the identity for seed 0,
-// otherwise a Fisher-Yates shuffle driven by splitmix64 of (Seed, b), a
-// generator fixed here so that the order never changes with the Go
-// version.
-func (o Order) blockStart(b int) []int {
-	p := make([]int, o.Targets)
-	for i := range p {
-		p[i] = i
-	}
-	if o.Seed == 0 {
-		return p
-	}
-	x := o.Seed ^ (uint64(b)+1)*0x9e3779b97f4a7c15
-	for i := len(p) - 1; i > 0; i-- {
-		x = Mix64(x)
-		j := int(x % uint64(i+1))
-		p[i], p[j] = p[j], p[i]
-	}
-	return p
-}
-
-// Mix64 is splitmix64's finalizer: a fixed bijection of uint64 that
-// scatters neighbouring inputs. It derives the seeds of related orders
-// (one per comparison) from one seed.
-func Mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// InterleaveOrder returns the order of perTarget rounds with target 0
-// starting every block (Order with seed 0): A B B A A B.
-func InterleaveOrder(targets, perTarget int) []int {
-	return Order{Targets: targets}.Rounds(0, perTarget)
-}
-
-// Interleave runs samples of the targets at pt in order (indexes into
-// targets, from Order.Rounds) and hands each sample to onSample as soon as
-// it is measured (so callers can save state between samples). It stops at
-// the first error, from a sample or from onSample. It first checks the
-// scenario's settings against every target's server (Runner.Check).
-func Interleave(ctx context.Context, r *Runner, sc *Scenario, targets []Target, pt Point, order []int, onSample func(Sample) error) error {
+// Interleave takes runs samples of each target at pt in order, with r, and
+// hands each to onSample as soon as it is measured (so callers can save
+// state between samples): a Loop with no look. It stops at the first
+// error, from a sample or from onSample. It first checks the scenario's
+// settings against every target's server (Runner.Check).
+func Interleave(ctx context.Context, r *Runner, sc *Scenario, targets []Target, pt Point, order Order, runs int, onSample func(side int, s *Sample) error) error {
 	if err := r.Check(ctx, sc, targets, pt); err != nil {
 		return err
 	}
-	for _, i := range order {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s, err := r.Run(ctx, sc, targets[i], pt)
-		if err != nil {
-			return fmt.Errorf("sample of %s: %w", targets[i].Name, err)
-		}
-		if onSample != nil {
-			if err := onSample(*s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	_, err := (&Loop{Scenario: sc, Point: pt, Targets: targets, Order: order, First: runs, After: onSample}).Run(ctx, r)
+	return err
 }

@@ -180,28 +180,31 @@ func TestOrderEffect(t *testing.T) {
 		r.Progress = st
 		order := Order{Targets: len(targets)}
 		if *orderSeed != 0 {
-			order.Seed = Mix64(*orderSeed + uint64(rep))
+			order.Seed = stats.Mix64(*orderSeed + uint64(rep))
 		}
 		pos, perSide := 0, map[string]int{}
-		for n := 0; n < *orderSamples; n += *orderBatch {
-			batchPos := 0
-			err := Interleave(context.Background(), r, sc, targets, pt, order.Rounds(n, min(*orderBatch, *orderSamples-n)), func(s Sample) error {
+		if err := r.Check(context.Background(), sc, targets, pt); err != nil {
+			t.Fatal(err)
+		}
+		batchPos := 0
+		loop := &Loop{Scenario: sc, Point: pt, Targets: targets, Order: order, First: min(*orderBatch, *orderSamples),
+			Before: func(_, k, _ int) { batchPos = k },
+			Next:   func(n int) (int, error) { return min(*orderBatch, *orderSamples-n), nil },
+			After: func(_ int, s *Sample) error {
 				steps := st.take()
 				row := orderRow{rep: rep, pos: pos, batchPos: batchPos, side: s.Target, idx: perSide[s.Target],
 					elapsed: s.Elapsed.Seconds(), load1: s.Env.LoadAvg[0],
 					// The metrics at full precision (progress lines round to 10 ms).
 					steps: map[string]float64{"truncate": steps[first], "copy": s.Values[metrics[0]], "parse": s.Values[metrics[1]]}}
 				pos++
-				batchPos++
 				perSide[s.Target]++
 				rows = append(rows, row)
 				fmt.Fprintf(out, "%d\t%d\t%d\t%s\t%d\t%.4f\t%.2f\t%.5f\t%.5f\t%.2f\n", row.rep, row.pos, row.batchPos, row.side, row.idx,
 					row.elapsed, row.steps["truncate"], row.steps["copy"], row.steps["parse"], row.load1)
 				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			}}
+		if _, err := loop.Run(context.Background(), r); err != nil {
+			t.Fatal(err)
 		}
 		r.Close(context.Background())
 		t.Logf("repetition %d of %d done", rep+1, *orderReps)

@@ -304,8 +304,8 @@ metrics:
 	}
 	var c stats.Comparison
 	for n := 10; n <= 80; n += 10 {
-		err := Interleave(ctx, r, sc, targets, Point{}, InterleaveOrder(2, 10), func(s Sample) error {
-			samples[s.Target] = append(samples[s.Target], s)
+		err := Interleave(ctx, r, sc, targets, Point{}, Order{}, 10, func(_ int, s *Sample) error {
+			samples[s.Target] = append(samples[s.Target], *s)
 			return nil
 		})
 		if err != nil {

@@ -36,9 +36,9 @@ func CompareProfiles(ctx context.Context, r *Runner, rec profile.Recorder, sc *S
 	return CompareProfilesUntil(ctx, r, rec, sc, base, culprit, pt, runs, runs, nil, order, onSample)
 }
 
-// CompareProfilesUntil is CompareProfiles in looks: first runs of each
-// side, then one more of each at a time up to most, until decided holds
-// for the comparison so far (nil: never, so most runs are taken).
+// CompareProfilesUntil is CompareProfiles in looks (a Loop): first runs
+// of each side, then one more of each at a time up to most, until decided
+// holds for the comparison so far (nil: never, so most runs are taken).
 func CompareProfilesUntil(ctx context.Context, r *Runner, rec profile.Recorder, sc *Scenario, base, culprit Target, pt Point, first, most int,
 	decided func(profile.Diff) bool, order Order, onSample func(Sample)) (*ProfileComparison, error) {
 	if first < 1 || most < first {
@@ -47,41 +47,42 @@ func CompareProfilesUntil(ctx context.Context, r *Runner, rec profile.Recorder, 
 	saved := r.Profiler
 	r.Profiler = &rec
 	defer func() { r.Profiler = saved }()
-	order.Targets = 2
 	targets := []Target{base, culprit}
+	if err := r.Check(ctx, sc, targets, pt); err != nil {
+		return nil, fmt.Errorf("profiled runs: %w", err)
+	}
 	var sides [2][]profile.Profile
 	var stopped string
 	var diff profile.Diff
-	for n, want := 0, first; ; {
-		seq, next := order.Rounds(n, want-n), 0
-		err := Interleave(ctx, r, sc, targets, pt, seq, func(s Sample) error {
-			// Interleave runs the samples in seq's order, so the position
-			// says the side even when both targets have the same name.
-			side := seq[next]
-			next++
+	loop := &Loop{Scenario: sc, Point: pt, Targets: targets, Order: order, First: first,
+		After: func(side int, s *Sample) error {
 			p := profile.Profile{Warning: "the run has no profile"}
 			if s.Profile != nil {
 				p = *s.Profile
 			}
 			sides[side] = append(sides[side], p)
 			if onSample != nil {
-				onSample(s)
+				onSample(*s)
 			}
 			if len(sides[0])+len(sides[1]) == 1 && p.Samples == 0 && p.Warning != "" {
 				stopped = p.Warning
 				return errNoProfiler
 			}
 			return nil
-		})
-		if err != nil && !errors.Is(err, errNoProfiler) {
-			return nil, fmt.Errorf("profiled runs: %w", err)
-		}
-		n = want
+		},
+		Next: func(n int) (int, error) {
+			diff = profile.Compare(sides[0], sides[1])
+			if n >= most || (decided != nil && decided(diff)) {
+				return 0, nil
+			}
+			return 1, nil
+		},
+	}
+	if _, err := loop.Run(ctx, r); err != nil && !errors.Is(err, errNoProfiler) {
+		return nil, fmt.Errorf("profiled runs: %w", err)
+	}
+	if stopped != "" {
 		diff = profile.Compare(sides[0], sides[1])
-		if stopped != "" || want >= most || (decided != nil && decided(diff)) {
-			break
-		}
-		want++
 	}
 	pc := &ProfileComparison{Diff: diff, Base: profile.Merge(sides[0]), Culprit: profile.Merge(sides[1])}
 	if stopped != "" {

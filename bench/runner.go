@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/profile"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
@@ -159,10 +160,8 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			return nil, err
 		}
 	}
-	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
-		if !isExecutable(filepath.Join(t.BinDir, p)) {
-			return nil, fmt.Errorf("target %s: %s has no %s: give the bin directory of a PostgreSQL installation", t.Name, t.BinDir, p)
-		}
+	if err := pgcluster.CheckBinDir(t.BinDir); err != nil {
+		return nil, fmt.Errorf("target %s: %w: give the bin directory of a PostgreSQL installation", t.Name, err)
 	}
 	if r.ClientBin == "" {
 		r.ClientBin = t.BinDir

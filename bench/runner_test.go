@@ -447,7 +447,7 @@ func TestInterleaveRuns(t *testing.T) {
 	}
 	targets := []Target{{Name: "A", BinDir: bin}, {Name: "B", BinDir: bin}}
 	var order []string
-	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 3), func(s Sample) error {
+	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], Order{}, 3, func(_ int, s *Sample) error {
 		if s.Values["n"] != 3 || s.Point != "n=3" {
 			t.Errorf("sample %+v", s)
 		}
@@ -465,7 +465,7 @@ func TestInterleaveRuns(t *testing.T) {
 	}
 	// Beyond MaxKept, the least recently used cluster goes.
 	r.MaxKept = 1
-	if err := Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 1), nil); err != nil {
+	if err := Interleave(context.Background(), r, sc, targets, sc.Points()[0], Order{}, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if dirs := clusterDirs(t, state); len(dirs) != 1 {
@@ -474,7 +474,7 @@ func TestInterleaveRuns(t *testing.T) {
 	r.MaxKept = 0
 	stop := errors.New("stop")
 	n := 0
-	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 3), func(Sample) error { n++; return stop })
+	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], Order{}, 3, func(int, *Sample) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("onSample error: err %v after %d samples", err, n)
 	}

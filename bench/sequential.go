@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -13,13 +12,14 @@ type Sampler interface {
 	Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sample, error)
 }
 
-// Sequential is one sequential A/B comparison of two builds at one point,
-// the loop every comparison of pgbisect runs (compare, the nightly pass):
-// samples of A (Targets[0]) and B interleaved in Order, in batches, a look
-// after each batch, until every judged metric has a verdict or the budget
-// is spent. Plan (the scenario's thresholds) plans the batches: its
-// FirstLook, its looks (stats.Thresholds.More), its MaxSamples and its
-// MaxTime; Judge gives each metric's thresholds, which judge it. A metric
+// Sequential is one sequential A/B comparison of two builds at one point
+// (compare, the nightly pass), run by the sampling loop (Loop): samples of
+// A (Targets[0]) and B interleaved in Order, in batches, a look after each
+// batch, until every judged metric has a verdict or the budget is spent.
+// Plan (the scenario's thresholds) plans the batches: its FirstLook, its
+// looks (stats.Thresholds.Look, the rule the bisection planner follows
+// too), its MaxSamples and its MaxTime; Judge gives each metric's
+// thresholds, which judge it. A metric
 // the scenario only records, and a statistic no sample had, wait for
 // nothing.
 type Sequential struct {
@@ -49,15 +49,6 @@ type MetricComparison struct {
 	A, B       []float64
 }
 
-// SampleError is a sample that failed: which target, and why.
-type SampleError struct {
-	Target string
-	Err    error
-}
-
-func (e *SampleError) Error() string { return fmt.Sprintf("sample of %s: %v", e.Target, e.Err) }
-func (e *SampleError) Unwrap() error { return e.Err }
-
 // Run runs the comparison with s and returns the verdict on every metric
 // of the scenario, in the scenario's order. A sample that fails stops it
 // with a *SampleError.
@@ -70,20 +61,10 @@ func (q *Sequential) Run(ctx context.Context, s Sampler) ([]MetricComparison, er
 	values := make([][2][]float64, len(specs))
 	out := make([]MetricComparison, len(specs))
 	start := now()
-	n, want := 0, q.Plan.FirstLook()
-	for {
-		order := q.Order.Rounds(n, want-n)
-		for k, side := range order {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if q.Before != nil {
-				q.Before(side, k, len(order))
-			}
-			sm, err := s.Run(ctx, q.Scenario, q.Targets[side], q.Point)
-			if err != nil {
-				return nil, &SampleError{Target: q.Targets[side].Name, Err: err}
-			}
+	loop := &Loop{
+		Scenario: q.Scenario, Point: q.Point, Targets: q.Targets[:], Order: q.Order, First: q.Plan.FirstLook(),
+		Before: q.Before,
+		After: func(side int, sm *Sample) error {
 			for i, m := range specs {
 				// A server statistic the server lacks has no value (and a
 				// warning in the sample's environment): left out, not 0.
@@ -92,30 +73,28 @@ func (q *Sequential) Run(ctx context.Context, s Sampler) ([]MetricComparison, er
 				}
 			}
 			if q.After != nil {
-				if err := q.After(side, sm); err != nil {
-					return nil, err
+				return q.After(side, sm)
+			}
+			return nil
+		},
+		Next: func(n int) (int, error) {
+			overTime := q.Plan.MaxTime > 0 && now().Sub(start) >= q.Plan.MaxTime
+			more := 0
+			for i, m := range specs {
+				c, cm := q.Plan.Look(stats.Compare(values[i][0], values[i][1], m.Direction, q.Judge(m)), overTime)
+				if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
+					more = max(more, cm)
 				}
+				out[i] = MetricComparison{Metric: m, Comparison: c, A: values[i][0], B: values[i][1]}
 			}
-		}
-		n = want
-		overTime := q.Plan.MaxTime > 0 && now().Sub(start) >= q.Plan.MaxTime
-		more := 0
-		for i, m := range specs {
-			c := stats.Compare(values[i][0], values[i][1], m.Direction, q.Judge(m))
-			if overTime {
-				c = c.AtBudget()
+			if more > 0 && q.Look != nil {
+				q.Look(n, more)
 			}
-			if !m.Record && len(values[i][0])+len(values[i][1]) > 0 {
-				more = max(more, q.Plan.More(c))
-			}
-			out[i] = MetricComparison{Metric: m, Comparison: c, A: values[i][0], B: values[i][1]}
-		}
-		if more == 0 {
-			return out, nil
-		}
-		if q.Look != nil {
-			q.Look(n, more)
-		}
-		want = n + more
+			return more, nil
+		},
 	}
+	if _, err := loop.Run(ctx, s); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

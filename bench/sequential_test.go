@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -71,5 +72,62 @@ func TestSequential(t *testing.T) {
 	var se *SampleError
 	if !errors.As(err, &se) || se.Target != "b" {
 		t.Errorf("failing B: %v, want a SampleError naming b", err)
+	}
+}
+
+// TestLoop checks the one sampling loop: batches in the shared order
+// (stats.Order) continued across looks, a look after each batch with the
+// runs so far, no look without Next, and errors from a sample or from
+// After stopping it.
+func TestLoop(t *testing.T) {
+	sc, err := Load([]byte("workload:\n  - sql: SELECT 1\nmetrics:\n  - {name: e, step: sql, value: elapsed}\n"), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []Target{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	order := Order{Seed: 7}
+	var sides, looks []int
+	f := &fakeSampler{mean: map[string]float64{"a": 1, "b": 1, "c": 1}, rng: rand.New(rand.NewPCG(1, 2)), taken: map[string]int{}}
+	l := &Loop{Scenario: sc, Targets: targets, Order: order, First: 3,
+		After: func(side int, s *Sample) error {
+			if s.Target != targets[side].Name {
+				t.Errorf("sample of %s handed over as side %d", s.Target, side)
+			}
+			sides = append(sides, side)
+			return nil
+		},
+		Next: func(n int) (int, error) {
+			looks = append(looks, n)
+			if n >= 7 {
+				return 0, nil
+			}
+			return 2, nil
+		}}
+	n, err := l.Run(context.Background(), f)
+	if err != nil || n != 7 {
+		t.Fatalf("Run = %d, %v; want 7 runs of each", n, err)
+	}
+	if want := (Order{Seed: 7, Targets: 3}).Rounds(0, 7); !slices.Equal(sides, want) {
+		t.Errorf("sides %v, want the order %v", sides, want)
+	}
+	if !slices.Equal(looks, []int{3, 5, 7}) {
+		t.Errorf("looks at %v runs, want 3 5 7", looks)
+	}
+
+	l.Next, sides = nil, nil
+	if n, err := l.Run(context.Background(), f); err != nil || n != 3 || len(sides) != 9 {
+		t.Errorf("no Next: %d runs, %d samples, %v; want First (3) of each", n, len(sides), err)
+	}
+
+	stop := errors.New("stop")
+	l.After = func(int, *Sample) error { return stop }
+	if _, err := l.Run(context.Background(), f); !errors.Is(err, stop) {
+		t.Errorf("After's error: %v", err)
+	}
+	f.fail = "c"
+	l.After = nil
+	var se *SampleError
+	if _, err := l.Run(context.Background(), f); !errors.As(err, &se) || se.Target != "c" {
+		t.Errorf("failing c: %v, want a SampleError naming c", err)
 	}
 }

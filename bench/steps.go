@@ -275,7 +275,7 @@ func runPgbench(ctx context.Context, env *stepEnv, st *Step, res *stepResult) er
 	err := cmd.Run()
 	out := stdout.String() + stderr.String()
 	if err != nil {
-		return fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), exitError(err), tail([]byte(out), 15))
+		return fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), exitError(err), proc.Tail(out, 15))
 	}
 	pr := parsePgbench(out)
 	for k, v := range pr.values {
@@ -313,7 +313,7 @@ func runShell(ctx context.Context, env *stepEnv, sh *ShellStep, res *stepResult)
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), exitError(err), tail(append(stdout.Bytes(), stderr.Bytes()...), 15))
+		return fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), exitError(err), proc.Tail(stdout.String()+stderr.String(), 15))
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {

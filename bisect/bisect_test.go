@@ -337,9 +337,18 @@ func TestNextSideInterleaves(t *testing.T) {
 	}
 	aFirst, blocks := 0, 0
 	for seed := uint64(1); seed <= 50; seed++ {
-		o := order(mix64(seed)|1, 20)
-		if o != order(mix64(seed)|1, 20) {
+		o := order(stats.Mix64(seed)|1, 20)
+		if o != order(stats.Mix64(seed)|1, 20) {
 			t.Fatalf("seed %d: the order is not a function of the seed", seed)
+		}
+		// The planner samples in the one order of every comparison
+		// (stats.Order, which bench's sampling loop runs).
+		var shared []byte
+		for _, side := range (stats.Order{Seed: stats.Mix64(seed) | 1, Targets: 2}).Rounds(0, 20) {
+			shared = append(shared, "AB"[side])
+		}
+		if o != string(shared) {
+			t.Fatalf("seed %d: the planner samples %s, stats.Order %s", seed, o, shared)
 		}
 		for b := 0; b < len(o); b += 4 {
 			blocks++

@@ -627,39 +627,26 @@ func (s *State) decide(a, b []float64, target *int, th stats.Thresholds, seed ui
 	if c.Verdict == stats.Unknown && smaller != nil && smaller(c) {
 		return -1, &c
 	}
-	if c.Verdict == stats.Unknown {
-		if more := th.More(c); more > 0 {
-			*target = min(len(a), len(b)) + more
-			return nextSide(len(a), len(b), *target, seed), nil
-		}
-		c = c.AtBudget()
+	c, more := th.Look(c, false)
+	if more > 0 {
+		*target = min(len(a), len(b)) + more
+		return nextSide(len(a), len(b), *target, seed), nil
 	}
 	return -1, &c
 }
 
-// nextSide interleaves the samples of two sides up to target each: the side
-// with fewer samples first, and at equal counts in blocks of A B B A, so
-// that drift hits both sides alike. With seed 0 side A starts every block
-// (A B B A A B B A); otherwise the side starting block n/2 is drawn from
-// seed and the block (A B B A B A A B ...), so that whatever one sample
-// leaves behind for the next falls on both sides alike. It returns -1 when
-// both sides have target samples. The order depends only on the counts and
-// the seed, so a resumed bisection continues it exactly.
+// nextSide interleaves the samples of two sides up to target each, in
+// the one sample order of every comparison (stats.Order with seed): the
+// side with fewer samples first, and at equal counts in blocks of A B B A
+// whose first side seed draws (side A always, with seed 0, the order of
+// states saved before seeds). It returns -1 when both sides have target
+// samples. The order depends only on the counts and the seed, so a
+// resumed bisection continues it exactly.
 func nextSide(na, nb, target int, seed uint64) int {
-	needA, needB := na < target, nb < target
-	switch {
-	case !needA && !needB:
+	if na >= target && nb >= target {
 		return -1
-	case !needB, na < nb:
-		return 0
-	case !needA, nb < na:
-		return 1
 	}
-	first := 0
-	if seed != 0 {
-		first = int(mix64(seed^uint64(na/2+1)*0x9e3779b97f4a7c15) & 1)
-	}
-	return first ^ (na % 2)
+	return stats.Order{Seed: seed, Targets: 2}.Next([]int{na, nb})
 }
 
 // orderSeed is the seed of the sample order (nextSide) of comparison k:
@@ -669,16 +656,7 @@ func (s *State) orderSeed(k int) uint64 {
 	if s.OrderSeed == 0 {
 		return 0
 	}
-	return mix64(s.OrderSeed+uint64(k)) | 1
-}
-
-// mix64 is splitmix64's finalizer (as bench.Mix64): a fixed bijection that
-// scatters neighbouring inputs, the same on every Go version.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+	return stats.Mix64(s.OrderSeed+uint64(k)) | 1
 }
 
 // startChecks lists the suspects (adjacent pairs judged regressions) and

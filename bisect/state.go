@@ -458,7 +458,7 @@ func NewState(in Inputs, commits []Commit, now time.Time) (*State, error) {
 		Samples:   map[string][]float64{},
 		SampleSeq: map[string][]int{},
 		Window:    DefaultWindow,
-		OrderSeed: mix64(idSeed(ID(in))) | 1,
+		OrderSeed: stats.SeedOf(ID(in)),
 		Plan:      CurrentPlan,
 		Phase:     PhaseEndpoints,
 		Points:    []int{0, n - 1},
@@ -494,14 +494,4 @@ func (s *State) logf(now time.Time, kind, commit, format string, args ...any) {
 func (s *State) Skipped(i int) bool {
 	b := s.Builds[s.Commits[i].Key]
 	return b != nil && (b.Broken || b.Unmeasurable)
-}
-
-// idSeed folds a bisection ID into a number (FNV-1a), the source of its
-// OrderSeed.
-func idSeed(id string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h = (h ^ uint64(id[i])) * 1099511628211
-	}
-	return h
 }

@@ -12,26 +12,29 @@ import (
 // Options are the build options. Those that change the binaries (Configure,
 // CFLAGS, Meson, MesonOptions, CompatCFLAGS) are part of every build key;
 // Jobs and NoCompile are not.
+//
+// The yaml keys are the build section of pgbisect's config file, which
+// holds an Options (CompatCFLAGS is the tree's, never the file's).
 type Options struct {
 	// Configure holds extra configure flags; --prefix and --enable-depend
 	// are always added.
-	Configure []string `json:"configure,omitempty"`
+	Configure []string `json:"configure,omitempty" yaml:"configure"`
 	// CFLAGS is passed to configure (or meson as c_args).
-	CFLAGS string `json:"cflags,omitempty"`
+	CFLAGS string `json:"cflags,omitempty" yaml:"cflags"`
 	// Meson builds with meson and ninja; the tree must have meson.build.
-	Meson bool `json:"meson,omitempty"`
+	Meson bool `json:"meson,omitempty" yaml:"meson"`
 	// MesonOptions are extra -D options for meson setup.
-	MesonOptions []string `json:"meson_options,omitempty"`
+	MesonOptions []string `json:"meson_options,omitempty" yaml:"meson_options"`
 	// CompatCFLAGS are the compiler flags the tree's version needs with
 	// today's toolchain (see CompatCFLAGS); ForTree sets them per tree,
 	// so they are part of the key of the builds that need them and absent
 	// (leaving keys unchanged) for those that do not.
-	CompatCFLAGS string `json:"compat_cflags,omitempty"`
+	CompatCFLAGS string `json:"compat_cflags,omitempty" yaml:"-"`
 	// Jobs is make's or ninja's parallelism; 0 means the number of CPUs.
-	Jobs int `json:"-"`
+	Jobs int `json:"-" yaml:"jobs"`
 	// NoCompile lists path patterns whose changes cannot change the
 	// install; nil means DefaultNoCompile. See MatchPath for the syntax.
-	NoCompile []string `json:"-"`
+	NoCompile []string `json:"-" yaml:"no_compile"`
 }
 
 // DefaultNoCompile are the paths that are neither compiled nor installed by

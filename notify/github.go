@@ -16,24 +16,26 @@ import (
 	"github.com/pgbisect/pgbisect/bisect/finding"
 )
 
-// GitHubOptions say where and how findings are posted.
+// GitHubOptions say where and how findings are posted. The yaml keys are
+// those of the github section of pgbisect's config file, which holds a
+// GitHubOptions; the token never comes from a file.
 type GitHubOptions struct {
 	// Repo is owner/name.
-	Repo string
+	Repo string `yaml:"repo"`
 	// APIURL is the API base URL; empty means https://api.github.com/. For
 	// GitHub Enterprise it is https://HOST/api/v3/.
-	APIURL string
+	APIURL string `yaml:"api_url"`
 	// Labels go on every new issue; the first is the bot's label, by which
 	// it finds its own open issues.
-	Labels []string
+	Labels []string `yaml:"labels"`
 	// Token authenticates; it comes from GITHUB_TOKEN and is never logged
 	// or written into a report. Empty allows only Plan without lookups.
-	Token string
+	Token string `yaml:"-"`
 	// ReportURL, when set, is where the state directory's reports/ are
 	// served; plot images in issue bodies link to ReportURL/<id>/<plot>.
-	ReportURL string
+	ReportURL string `yaml:"report_url"`
 	// HTTPClient is the HTTP client (nil: a client with a 60 s timeout).
-	HTTPClient *http.Client
+	HTTPClient *http.Client `yaml:"-"`
 }
 
 // Retry bounds how long a poster retries one request.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/base/proc"
 )
 
@@ -40,7 +41,7 @@ func FindBinDir(major string) (string, error) {
 	}
 	var found []string
 	for _, d := range cands {
-		if !hasServer(d) {
+		if pgcluster.CheckBinDir(d) != nil {
 			continue
 		}
 		v, err := serverMajor(d)
@@ -79,16 +80,6 @@ func (c *Cluster) findBinDir(major string) error {
 func debianMajor(dir string) float64 {
 	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(dir)), 64)
 	return v
-}
-
-func hasServer(dir string) bool {
-	for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
-		fi, err := os.Stat(filepath.Join(dir, b))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)

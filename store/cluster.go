@@ -27,6 +27,8 @@ const (
 	clusterRole = "pgbisect"
 	clusterDB   = "pgbisect"
 	clusterPort = 5432
+	// serverTimeout bounds the server's start and stop (pg_ctl -t).
+	serverTimeout = 120 * time.Second
 )
 
 // initdbNoSync skips initdb's final fsync (3 s of a 7 s initdb on a busy
@@ -255,8 +257,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.pg().MakeDirs(); err != nil {
 		return fmt.Errorf("the results cluster: %w", err)
 	}
-	if err := c.run(ctx, "pg_ctl", "start", "--wait", "--timeout=120", "-D", c.DataDir(), "-l", c.LogFile()); err != nil {
-		return fmt.Errorf("starting the results cluster: %w%s", err, c.logTail())
+	if err := c.pg().Start(ctx, serverTimeout); err != nil {
+		return fmt.Errorf("the results cluster: %w", err)
 	}
 	if err := c.passwordAuth(ctx); err != nil {
 		return err
@@ -277,8 +279,8 @@ func (c *Cluster) moveOwner(ctx context.Context, st ClusterStatus) (ClusterStatu
 		if err := c.findBinDir(st.Version); err != nil {
 			return st, err
 		}
-		if out, err := c.pgAs(old).Run(ctx, "pg_ctl", "stop", "--wait", "--timeout=120", "-m", "fast", "-D", c.DataDir()); err != nil {
-			return st, fmt.Errorf("stopping the results cluster to move it to user %s: %w: %s", c.User.Name, err, strings.TrimSpace(string(out)))
+		if err := c.pgAs(old).Stop(ctx, serverTimeout); err != nil {
+			return st, fmt.Errorf("moving the results cluster to user %s: %w", c.User.Name, err)
 		}
 	}
 	if err := pgcluster.ChownTree(c.Dir, c.User); err != nil {
@@ -324,8 +326,8 @@ func (c *Cluster) passwordAuth(ctx context.Context) error {
 	if err := c.findBinDir(strings.TrimSpace(string(v))); err != nil {
 		return err
 	}
-	if _, err := p.Run(ctx, "pg_ctl", "reload", "-D", c.DataDir()); err != nil {
-		return fmt.Errorf("reloading the results cluster: %w", err)
+	if err := p.Reload(ctx); err != nil {
+		return fmt.Errorf("the results cluster: %w", err)
 	}
 	return nil
 }
@@ -432,8 +434,8 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		return err
 	}
 	c.Log.Info("stopping the results cluster", slog.String("dir", c.Dir))
-	if err := c.run(ctx, "pg_ctl", "stop", "--wait", "--timeout=120", "-m", "fast", "-D", c.DataDir()); err != nil {
-		return fmt.Errorf("stopping the results cluster: %w", err)
+	if err := c.pg().Stop(ctx, serverTimeout); err != nil {
+		return fmt.Errorf("the results cluster: %w", err)
 	}
 	return nil
 }
@@ -489,26 +491,7 @@ func (c *Cluster) createDatabase(ctx context.Context) error {
 	return nil
 }
 
-// run runs a server binary as the cluster's user, returning its output in
-// the error when it fails.
-func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
-	// As the cluster's user, in Dir, with an environment built from
-	// nothing (the long-running server must not hold pgbisect's secrets).
-	out, err := c.pg().Run(ctx, name, args...)
-	if err != nil {
-		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // logTail returns the end of the server log, for errors.
 func (c *Cluster) logTail() string {
-	data, err := c.pg().ReadFile(c.LogFile())
-	if err != nil || len(data) == 0 {
-		return ""
-	}
-	if len(data) > 2000 {
-		data = data[len(data)-2000:]
-	}
-	return "\nserver log (" + c.LogFile() + "):\n" + strings.TrimSpace(string(data))
+	return "\nserver log (" + c.LogFile() + "):\n" + c.pg().LogTail(20)
 }

@@ -141,23 +141,31 @@ const (
 
 // bonferroni returns levels c*w_k whose union bound holds Alpha: P < a
 // happens with probability at most a + ksWeight*a under the null hypothesis,
-// and looks at which no p-value can be that small spend nothing.
+// and looks at which no p-value can be that small spend nothing
+// (spendLevels).
 func bonferroni(alpha float64, looks []int, weights []float64) []float64 {
-	// Look k can reject only if c > t_k = minRankP(n_k)/w_k. Taking the
-	// looks in order of t_k, the first j of them may spend with
-	// c_j = alpha/((1+ksWeight)·S_j), S_j their summed weights; c_j is valid
-	// when look j+1 still cannot reject (c_j <= t_{j+1}). Use the best.
+	return spendLevels(looks, weights, func(n int) float64 { return minRankP(n, n) },
+		func(sum float64) float64 { return alpha / ((1 + ksWeight) * sum) })
+}
+
+// spendLevels returns levels c·w_k for the looks, the largest c that a
+// union bound allows: look k can reject only if c > t_k = minP(n_k)/w_k
+// (no p-value of its test can be smaller than minP). Taking the looks in
+// order of t_k, the first j of them may spend with c_j = level(S_j), S_j
+// their summed weights; c_j is valid when look j+1 still cannot reject
+// (c_j <= t_{j+1}). The best valid c_j is used.
+func spendLevels(looks []int, weights []float64, minP func(n int) float64, level func(sum float64) float64) []float64 {
 	order := make([]int, len(looks))
 	t := make([]float64, len(looks))
 	for k, n := range looks {
 		order[k] = k
-		t[k] = minRankP(n, n) / weights[k]
+		t[k] = minP(n) / weights[k]
 	}
 	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(t[x], t[y]) })
 	best, sum := 0.0, 0.0
 	for j, k := range order {
 		sum += weights[k]
-		c := alpha / ((1 + ksWeight) * sum)
+		c := level(sum)
 		if j+1 == len(order) || c <= t[order[j+1]] {
 			best = max(best, c)
 		}

@@ -149,6 +149,28 @@ func TestAtBudget(t *testing.T) {
 	}
 }
 
+// TestLook checks the look rule the sampling loop and the planner share:
+// more runs while undecided within the budget, Inconclusive once it or
+// the time is spent, a decided verdict left as it is.
+func TestLook(t *testing.T) {
+	th := DefaultThresholds
+	for _, c := range []struct {
+		n        int
+		v        Verdict
+		overTime bool
+		want     Verdict
+		more     int
+	}{
+		{10, Unknown, false, Unknown, 5}, {30, Unknown, false, Inconclusive, 0}, {10, Unknown, true, Inconclusive, 0},
+		{10, Regression, false, Regression, 0}, {10, Same, true, Same, 0},
+	} {
+		got, more := th.Look(Comparison{Verdict: c.v, A: Summary{N: c.n}, B: Summary{N: c.n}}, c.overTime)
+		if got.Verdict != c.want || more != c.more {
+			t.Errorf("Look(n=%d, %v, over time %v) = %v, %d; want %v, %d", c.n, c.v, c.overTime, got.Verdict, more, c.want, c.more)
+		}
+	}
+}
+
 func TestWarnings(t *testing.T) {
 	has := func(c Comparison, sub string) bool {
 		for _, w := range c.Warnings {

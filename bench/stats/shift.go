@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -306,24 +305,6 @@ func simulateShiftNull(rng *rand.Rand, looks []int, weights []float64, cdfs [][]
 // shiftBonferroni returns levels c·w_k whose union bound over the looks
 // that can reach them is level, as bonferroni does for the rank tests.
 func shiftBonferroni(level float64, looks []int, weights []float64) []float64 {
-	order := make([]int, len(looks))
-	t := make([]float64, len(looks))
-	for k, n := range looks {
-		order[k] = k
-		t[k] = mwCDF(n, n)[0] / weights[k]
-	}
-	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(t[x], t[y]) })
-	best, sum := 0.0, 0.0
-	for j, k := range order {
-		sum += weights[k]
-		c := level / sum
-		if j+1 == len(order) || c <= t[order[j+1]] {
-			best = max(best, c)
-		}
-	}
-	alphas := make([]float64, len(looks))
-	for k := range looks {
-		alphas[k] = best * weights[k]
-	}
-	return alphas
+	return spendLevels(looks, weights, func(n int) float64 { return mwCDF(n, n)[0] },
+		func(sum float64) float64 { return level / sum })
 }

@@ -169,6 +169,14 @@ type SimConfig struct {
 	Thresholds  Thresholds // [DefaultThresholds]
 	Seed        uint64     // [1]
 	Workers     int        // goroutines [1]
+	// Only, when set, keeps the cells it holds for (the others are
+	// neither run nor returned), and Take, when above 0, runs only the
+	// first Take comparisons of each cell: every comparison kept has the
+	// seed it has in the whole run, so the outcome is a subsample of the
+	// whole run's, drawn without replacement (what CI checks the
+	// README's figures with, see TestREADMEStatistics).
+	Only func(SimRow) bool
+	Take int
 }
 
 // SimRow is the outcome of the comparisons of one cell: one noise model at
@@ -287,6 +295,13 @@ func Simulate(cfg SimConfig) []SimRow {
 			}
 		}()
 	}
+	for i := range rows {
+		if cfg.Only != nil && !cfg.Only(rows[i]) {
+			rows[i].Runs = 0
+		} else if cfg.Take > 0 {
+			rows[i].Runs = min(rows[i].Runs, cfg.Take)
+		}
+	}
 	go func() {
 		for i, r := range rows {
 			for rep := range r.Runs {
@@ -323,11 +338,16 @@ func Simulate(cfg SimConfig) []SimRow {
 		}
 		r.RelStddev += o.relStddev
 	}
-	for i := range rows {
-		rows[i].MeanSamples /= float64(rows[i].Runs)
-		rows[i].RelStddev /= float64(rows[i].Runs)
+	kept := rows[:0]
+	for _, r := range rows {
+		if r.Runs == 0 {
+			continue
+		}
+		r.MeanSamples /= float64(r.Runs)
+		r.RelStddev /= float64(r.Runs)
+		kept = append(kept, r)
 	}
-	return rows
+	return kept
 }
 
 // simulateOne runs one sequential comparison and reports whether its

@@ -166,3 +166,18 @@ func (th Thresholds) More(c Comparison) int {
 	}
 	return 0
 }
+
+// Look is the rule of every sequential comparison's look (bench's
+// sampling loop and the bisection planner): with c the comparison so far,
+// how many more runs each side takes before the next look (More), and c
+// as it stands when there are none: an undecided comparison whose budget
+// is spent, or whose time is up (overTime), is Inconclusive (AtBudget).
+func (th Thresholds) Look(c Comparison, overTime bool) (Comparison, int) {
+	if overTime {
+		return c.AtBudget(), 0
+	}
+	if more := th.More(c); more > 0 {
+		return c, more
+	}
+	return c.AtBudget(), 0
+}

@@ -54,7 +54,7 @@ func nativeTimes(ctx context.Context, runner *bench.Runner, bb *bisectBuilder, s
 	}
 	name := bench.NativeTime(metric.Name)
 	values := map[string][]float64{}
-	err := bench.Interleave(ctx, runner, sc.Native(), targets, point, bench.InterleaveOrder(2, NativeRuns), func(s bench.Sample) error {
+	err := bench.Interleave(ctx, runner, sc.Native(), targets, point, bench.Order{}, NativeRuns, func(_ int, s *bench.Sample) error {
 		v, ok := s.Values[name]
 		if !ok {
 			return fmt.Errorf("no elapsed time of step %s", metric.Step)

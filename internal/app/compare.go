@@ -26,7 +26,7 @@ type CompareResult struct {
 	ClientBin  string           `json:"client_bin"`
 	Thresholds stats.Thresholds `json:"thresholds"`
 	// OrderSeed seeds the order of samples (bench.Order; one order per
-	// point, seeded bench.Mix64(OrderSeed+i)): --order-seed repeats it.
+	// point, seeded stats.Mix64(OrderSeed+i)): --order-seed repeats it.
 	OrderSeed uint64               `json:"order_seed"`
 	Points    []ComparePointResult `json:"points"`
 	Elapsed   time.Duration        `json:"elapsed_ns"`
@@ -142,7 +142,7 @@ func (a *App) compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	}
 	res := &CompareResult{Scenario: sc.Name, A: targets[0].Name, B: targets[1].Name, Patches: patchNames(req), ClientBin: r.ClientBin, Thresholds: th, OrderSeed: seed}
 	for i, pt := range points {
-		order := bench.Order{Seed: bench.Mix64(seed + uint64(i)), Targets: 2}
+		order := bench.Order{Seed: stats.Mix64(seed + uint64(i)), Targets: 2}
 		pr, err := comparePoint(ctx, r, sc, targets, pt, order, base, flags, sink)
 		if err != nil {
 			return nil, err

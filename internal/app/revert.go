@@ -157,66 +157,54 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 	th := in.Thresholds.WithDefaults()
 	th.MaxSamples *= bisect.CheckBudget
 	th.Batch *= bisect.CheckBudget
-	order := bench.Order{Seed: stringSeed(reverted.Hash + from), Targets: len(targets)}
+	order := bench.Order{Seed: stats.SeedOf(reverted.Hash + from), Targets: len(targets)}
 	values := make([][]float64, len(targets))
-	// The looks are those of every comparison (bench.Sequential): the
-	// first after th.FirstLook() runs of each build, each next one as far
-	// as th.More plans it for the comparisons so far, until the recovered
-	// fraction's interval decides the rule or the budget is spent. A
-	// change many times the noise is decided at the first look.
-	n := 0
-	for want := th.FirstLook(); ; {
-		err := bench.Interleave(ctx, in.Runner, in.Scenario, targets, in.Point, order.Rounds(n, want-n), func(s bench.Sample) error {
-			for i, t := range targets {
-				if s.Target == t.Name {
-					if v, ok := s.Values[metric.Name]; ok {
-						values[i] = append(values[i], v)
-					}
-					sink.note("%s: %s sample %d of up to %d", label, s.Target, len(values[i]), th.MaxSamples)
-				}
+	if err := in.Runner.Check(ctx, in.Scenario, targets, in.Point); err != nil {
+		rc.Skipped = "measuring: " + err.Error()
+		return rc
+	}
+	// The looks are those of every comparison (bench.Loop, in the looks
+	// th plans): the first after th.FirstLook() runs of each build, each
+	// next one as far as th.More plans it for the comparisons so far,
+	// until the recovered fraction's interval decides the rule or the
+	// budget is spent. A change many times the noise is decided at the
+	// first look.
+	loop := &bench.Loop{Scenario: in.Scenario, Point: in.Point, Targets: targets, Order: order, First: th.FirstLook(),
+		After: func(i int, s *bench.Sample) error {
+			if v, ok := s.Values[metric.Name]; ok {
+				values[i] = append(values[i], v)
 			}
+			sink.note("%s: %s sample %d of up to %d", label, s.Target, len(values[i]), th.MaxSamples)
 			return nil
-		})
-		if err != nil {
-			rc.Skipped = "measuring: " + err.Error()
-			return rc
-		}
-		n = want
-		regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
-		revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
-		rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
-		regN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), regC)
-		revN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), revC)
-		rc.Regression, rc.Comparison = &regN, &revN
-		rc.Recovered, rc.Confidence, rc.Recovers, rc.Warnings = rec.Fraction, rec.Confidence, rec.Recovers, rec.Warnings
-		rc.HasInterval = !isInf(rec.Lo) && !isInf(rec.Hi)
-		rc.RecoveredLow, rc.RecoveredHigh = rec.Lo, rec.Hi
-		if rec.Recovers || (rc.HasInterval && rec.Hi < stats.RecoverBound) {
-			break
-		}
-		// The rule is the fraction's, not a verdict's: each comparison is
-		// asked for its next look as if undecided.
-		regC.Verdict, revC.Verdict = stats.Unknown, stats.Unknown
-		more := max(th.More(regC), th.More(revC))
-		if more == 0 {
-			break
-		}
-		want = n + more
+		},
+		Next: func(int) (int, error) {
+			regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
+			revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
+			rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
+			regN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), regC)
+			revN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), revC)
+			rc.Regression, rc.Comparison = &regN, &revN
+			rc.Recovered, rc.Confidence, rc.Recovers, rc.Warnings = rec.Fraction, rec.Confidence, rec.Recovers, rec.Warnings
+			rc.HasInterval = !isInf(rec.Lo) && !isInf(rec.Hi)
+			rc.RecoveredLow, rc.RecoveredHigh = rec.Lo, rec.Hi
+			if rec.Recovers || (rc.HasInterval && rec.Hi < stats.RecoverBound) {
+				return 0, nil
+			}
+			// The rule is the fraction's, not a verdict's: each
+			// comparison is asked for its next look as if undecided.
+			regC.Verdict, revC.Verdict = stats.Unknown, stats.Unknown
+			return max(th.More(regC), th.More(revC)), nil
+		}}
+	n, err := loop.Run(ctx, in.Runner)
+	if err != nil {
+		rc.Skipped = "measuring: " + err.Error()
+		return rc
 	}
 	sink.note("%s: recovers %.0f%% of the change [%.0f%%, %.0f%%], after %d runs of each of the %d builds", label, 100*rc.Recovered, 100*rc.RecoveredLow, 100*rc.RecoveredHigh, n, len(targets))
 	return rc
 }
 
 func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
-
-// stringSeed folds a hex hash into a seed.
-func stringSeed(s string) uint64 {
-	var h uint64 = 14695981039346656037
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * 1099511628211
-	}
-	return h
-}
 
 // wanted reports whether RevertChecks would check anything of f.
 func (in RevertInputs) wanted(f *finding.Finding) bool {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -58,16 +57,9 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	}
 	if base == nil {
 		// The first night: the head alone, for the series.
-		order := ord.Rounds(0, th.StartSamples)
-		for k, i := range order {
-			before(i, k, len(order))
-			s, err := p.Sampler.Run(ctx, sc, sides[i].Target, pt)
-			if err != nil {
-				return nil, fmt.Errorf("measuring %s %s on %s: %w", sc.Name, pointName(pt), sides[i].Name, err)
-			}
-			if err := after(i, s); err != nil {
-				return nil, err
-			}
+		l := &bench.Loop{Scenario: sc, Point: pt, Targets: []bench.Target{head.Target}, Order: ord, First: th.StartSamples, Before: before, After: after}
+		if _, err := l.Run(ctx, p.Sampler); err != nil {
+			return nil, measureError(sc, pt, err)
 		}
 		return nil, nil
 	}
@@ -77,12 +69,8 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 		Before: before, After: after, Now: p.Now,
 	}
 	ms, err := q.Run(ctx, p.Sampler)
-	var se *bench.SampleError
-	if errors.As(err, &se) {
-		return nil, fmt.Errorf("measuring %s %s on %s: %w", sc.Name, pointName(pt), se.Target, se.Err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, measureError(sc, pt, err)
 	}
 
 	var out []MetricResult
@@ -110,14 +98,21 @@ func (p *Pass) measure(ctx context.Context, nightlyID int64, sc *bench.Scenario,
 	return out, nil
 }
 
+// measureError names the build whose sample failed.
+func measureError(sc *bench.Scenario, pt bench.Point, err error) error {
+	var se *bench.SampleError
+	if errors.As(err, &se) {
+		return fmt.Errorf("measuring %s %s on %s: %w", sc.Name, pointName(pt), se.Target, se.Err)
+	}
+	return err
+}
+
 // sampleOrder is the order of the samples of sc at pt in nightly run id:
 // randomized A B B A blocks (bench.Order), seeded by the run, the scenario
 // and the point, so that neither side always starts and a rerun of the same
 // night samples in the same order.
 func sampleOrder(id int64, sc *bench.Scenario, pt bench.Point, sides int) bench.Order {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%s\x00%s", id, sc.Name, pt.String())
-	return bench.Order{Seed: bench.Mix64(h.Sum64()) | 1, Targets: sides}
+	return bench.Order{Seed: stats.SeedOf(fmt.Sprintf("%d\x00%s\x00%s", id, sc.Name, pt.String())), Targets: sides}
 }
 
 // store keeps one sample's metrics with its environment.

@@ -158,6 +158,19 @@ func (c *Cluster) MakeDirs() error {
 	return nil
 }
 
+// CheckBinDir reports whether dir holds a PostgreSQL server: initdb,
+// pg_ctl and postgres, each an executable file. The error names the first
+// one missing.
+func CheckBinDir(dir string) error {
+	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s has no %s", dir, p)
+		}
+	}
+	return nil
+}
+
 // InitOptions are what Init adds to initdb and postgresql.conf.
 type InitOptions struct {
 	// DataDir overrides the data directory to create (the store makes it

@@ -320,3 +320,28 @@ func TestOpenRefusesSymlinkOut(t *testing.T) {
 		t.Errorf("reading a file outside the cluster: %q, %v", b, err)
 	}
 }
+
+// TestCheckBinDir checks the one test of a server installation (the
+// results store's and the benchmark runner's): all three programs, each
+// executable, the first missing one named.
+func TestCheckBinDir(t *testing.T) {
+	if err := CheckBinDir(pgBin(t)); err != nil {
+		t.Errorf("PostgreSQL's own bin directory: %v", err)
+	}
+	dir := t.TempDir()
+	for _, p := range []string{"initdb", "pg_ctl"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "postgres"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckBinDir(dir); err == nil || !strings.HasSuffix(err.Error(), "has no postgres") {
+		t.Errorf("a postgres that cannot run: %v, want it named", err)
+	}
+	os.Remove(filepath.Join(dir, "pg_ctl"))
+	if err := CheckBinDir(dir); err == nil || !strings.HasSuffix(err.Error(), "has no pg_ctl") {
+		t.Errorf("no pg_ctl: %v, want it named", err)
+	}
+}

@@ -70,7 +70,7 @@ func runBuild(ctx context.Context, env *Env) error {
 
 	if *list || *prune {
 		// Listing needs no repository: the cache describes itself.
-		b := build.NewBuilder(nil, cfg.StateDir, cfg.Build.Options(), env.Stderr, env.Log)
+		b := build.NewBuilder(nil, cfg.StateDir, cfg.Build.Options, env.Stderr, env.Log)
 		if *list {
 			installs, err := b.List()
 			if err != nil {

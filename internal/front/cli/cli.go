@@ -279,7 +279,7 @@ func appOptions(cfg *config.Config, log *slog.Logger) app.Options {
 	}
 	return app.Options{
 		StateDir: cfg.StateDir, Machine: machine, Repo: cfg.Repo, Branch: cfg.Branch, DB: cfg.DB, RunAs: cfg.RunAs, DBRunAs: cfg.DBRunAs,
-		Build: cfg.Build.Options(), BuildTimeout: cfg.Build.Timeout,
+		Build: cfg.Build.Options, BuildTimeout: cfg.Build.Timeout,
 		ClientBin: cfg.Bench.ClientBin, KeepClusters: cfg.Bench.KeepClusters,
 		Stats: cfg.Stats, GitHub: cfg.GitHub.Options(), Nightly: suite, Scenarios: scenarioCatalog(cfg), Log: log,
 	}

@@ -63,26 +63,14 @@ type Config struct {
 	File string `yaml:"-"`
 }
 
-// Build holds the build options. Changing any of them changes the build key,
-// so builds with other options are cached separately.
+// Build is the build section: the builder's own options (build.Options:
+// configure, cflags, meson, meson_options, jobs, no_compile; their
+// defaults are none, empty, false, none, the number of CPUs and
+// build.DefaultNoCompile) and how builds are bounded and kept. Changing an
+// option that changes the binaries changes the build key, so builds with
+// other options are cached separately.
 type Build struct {
-	// Configure is the list of extra configure flags (autoconf builds).
-	// Default: none (--prefix and --enable-depend are always added).
-	Configure []string `yaml:"configure"`
-	// CFLAGS is passed to configure. Default: empty (PostgreSQL's -O2).
-	CFLAGS string `yaml:"cflags"`
-	// Meson builds with meson and ninja where the tree has meson.build.
-	// Default: false (autoconf and make, which every release has).
-	Meson bool `yaml:"meson"`
-	// MesonOptions are extra -D options for meson setup. Default: none.
-	MesonOptions []string `yaml:"meson_options"`
-	// Jobs is the parallelism of make/ninja. Default: the number of CPUs.
-	Jobs int `yaml:"jobs"`
-	// NoCompile lists path patterns whose changes cannot change the server
-	// (documentation, regression test inputs, translations). A commit that
-	// only touches these shares its parent's build. Default: see
-	// build.DefaultNoCompile.
-	NoCompile []string `yaml:"no_compile"`
+	build.Options `yaml:",inline"`
 	// Timeout bounds one build. Default: 1h.
 	Timeout time.Duration `yaml:"timeout"`
 	// KeepMaxAge and KeepMaxBytes bound the build cache for "build --prune".
@@ -107,20 +95,14 @@ type Bench struct {
 // overlay of bench/stats' thresholds (see stats.Overlay).
 type Stats = stats.Overlay
 
-// GitHub names where findings are posted.
+// GitHub is the github section: the poster's own options
+// (notify.GitHubOptions: repo, api_url, labels, report_url; defaults
+// empty, meaning posting is disabled, https://api.github.com/,
+// [pgbisect, performance-regression] and empty, meaning issue bodies name
+// the plot files instead of showing them) and how the bot reads its
+// comments.
 type GitHub struct {
-	// Repo is owner/name. Default: empty (posting disabled).
-	Repo string `yaml:"repo"`
-	// APIURL is the API base URL. Default: https://api.github.com/ (set it
-	// for GitHub Enterprise).
-	APIURL string `yaml:"api_url"`
-	// Labels are put on every issue; the first is the bot's label used to
-	// find its own issues. Default: [pgbisect, performance-regression].
-	Labels []string `yaml:"labels"`
-	// ReportURL is where the state directory's reports/ directory is
-	// served over HTTP, so issue bodies can show the plots. Default: empty
-	// (issue bodies name the plot files instead of showing them).
-	ReportURL string `yaml:"report_url"`
+	notify.GitHubOptions `yaml:",inline"`
 	// Poll is how often 'pgbisect daemon' reads the repository's comments
 	// for commands addressed to the bot (@pgbisect bisect ...). Default:
 	// 0, no polling (a webhook on 'pgbisect serve' can deliver them).
@@ -316,21 +298,10 @@ func (c *Config) ScenarioPath(p string) string {
 	return filepath.Join(filepath.Dir(c.File), p)
 }
 
-// Options converts the build section into the builder's options.
-func (c Build) Options() build.Options {
-	return build.Options{
-		Configure:    append([]string(nil), c.Configure...),
-		CFLAGS:       c.CFLAGS,
-		Meson:        c.Meson,
-		MesonOptions: append([]string(nil), c.MesonOptions...),
-		Jobs:         c.Jobs,
-		NoCompile:    append([]string(nil), c.NoCompile...),
-	}
-}
-
 // Options returns the poster options of the github section, with the token
 // from the GITHUB_TOKEN environment variable.
 func (g GitHub) Options() notify.GitHubOptions {
-	return notify.GitHubOptions{Repo: g.Repo, APIURL: g.APIURL, Labels: g.Labels, ReportURL: g.ReportURL,
-		Token: os.Getenv("GITHUB_TOKEN")}
+	o := g.GitHubOptions
+	o.Token = os.Getenv("GITHUB_TOKEN")
+	return o
 }

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/notify"
 )
 
 func TestLoadErrors(t *testing.T) {
@@ -56,5 +61,31 @@ func TestShippedConfigLoads(t *testing.T) {
 	}
 	if c.Branch != "master" || len(c.Nightly.Scenarios) != 1 {
 		t.Fatalf("unexpected config %+v", c)
+	}
+}
+
+// TestSectionsAreTheComponentsOwn checks that the build and github
+// sections load straight into the builder's and the poster's own option
+// types (no copy to keep in step), with the keys the components do not
+// take from a file refused.
+func TestSectionsAreTheComponentsOwn(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghp_configtest")
+	c, err := Load([]byte("build:\n  configure: [--enable-debug]\n  cflags: -O0\n  meson: true\n  meson_options: [-Dssl=openssl]\n  jobs: 3\n  no_compile: ['doc/**']\n  timeout: 2h\n"+
+		"github:\n  repo: o/n\n  api_url: https://ghe.example/api/v3/\n  labels: [bot]\n  report_url: https://r.example/\n  poll: 1m\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBuild := build.Options{Configure: []string{"--enable-debug"}, CFLAGS: "-O0", Meson: true, MesonOptions: []string{"-Dssl=openssl"}, Jobs: 3, NoCompile: []string{"doc/**"}}
+	if !reflect.DeepEqual(c.Build.Options, wantBuild) || c.Build.Timeout != 2*time.Hour {
+		t.Errorf("build section: %+v, timeout %s; want %+v, 2h", c.Build.Options, c.Build.Timeout, wantBuild)
+	}
+	wantGitHub := notify.GitHubOptions{Repo: "o/n", APIURL: "https://ghe.example/api/v3/", Labels: []string{"bot"}, ReportURL: "https://r.example/", Token: "ghp_configtest"}
+	if got := c.GitHub.Options(); !reflect.DeepEqual(got, wantGitHub) || c.GitHub.Poll != time.Minute {
+		t.Errorf("github section: %+v, poll %s; want %+v, 1m", got, c.GitHub.Poll, wantGitHub)
+	}
+	for _, bad := range []string{"build:\n  compat_cflags: -w\n", "github:\n  token: ghp_x\n", "github:\n  httpclient: {}\n"} {
+		if _, err := Load([]byte(bad), "c.yaml"); err == nil || !strings.Contains(err.Error(), "unknown key") {
+			t.Errorf("%q: %v, want an unknown key", bad, err)
+		}
 	}
 }
