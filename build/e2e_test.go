@@ -309,7 +309,7 @@ func TestInterruptedBuild(t *testing.T) {
 	// WaitDelay before SIGKILL.
 	deadline := time.Now().Add(2 * proc.WaitDelay)
 	for {
-		procs := processesUnder(f.b.worktreeFor(f.b.opts).dir)
+		procs := processesUnder(filepath.Join(f.state, "worktrees"))
 		if len(procs) == 0 {
 			break
 		}
@@ -418,7 +418,7 @@ func TestBuildRunsAsBuildUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt := f.b.worktreeFor(f.b.opts.ForTree(tree))
+	wt := f.b.worktreeFor(f.b.opts.ForTree(tree), tree)
 	os.Remove(filepath.Join(wt.build(), "pgbisect-make-uid"))
 	f.b.Retry = true // a failure recorded by an earlier run must not hide this build
 	inst, err := f.b.Build(ctx, c)
