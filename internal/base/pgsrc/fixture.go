@@ -112,9 +112,56 @@ func NewRepoOf(ctx context.Context, dir string, major int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("new fixture repository: %w", err)
 	}
+	if err := linkObjects(shared, dir); err != nil {
+		return "", err
+	}
+	if err := writeRepoFiles(dir, map[string]string{"refs/heads/" + Branch: base + "\n"}); err != nil {
+		return "", err
+	}
+	return base, nil
+}
+
+// NewReleasesRepo creates a bare repository at dir holding the base commit
+// of the fixture of each major version, tagged as upstream tags its
+// releases (REL_13_16, REL_15_18, REL_18_6), with branch master at the
+// last, and returns the tags in the order given. The commits are the
+// fixtures' own, so their builds are the ones every other test shares:
+// "pgbisect compare --repo dir REL_13_16 REL_15_18" compares two releases
+// the way it would on a clone of the upstream repository. They share no
+// history, so it is for comparisons, not bisections.
+func NewReleasesRepo(ctx context.Context, dir string, majors ...int) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("releases repository: %w", err)
+	}
+	refs := map[string]string{}
+	var tags []string
+	for _, major := range majors {
+		shared, base, err := SharedRepoOf(ctx, major)
+		if err != nil {
+			return nil, err
+		}
+		tarball, _ := TarballOf(major)
+		_, version, _ := strings.Cut(strings.SplitN(filepath.Base(tarball), ".orig.tar", 2)[0], "_")
+		tag := "REL_" + strings.ReplaceAll(version, ".", "_")
+		if err := linkObjects(shared, dir); err != nil {
+			return nil, err
+		}
+		refs["refs/tags/"+tag] = base + "\n"
+		refs["refs/heads/"+Branch] = base + "\n"
+		tags = append(tags, tag)
+	}
+	if err := writeRepoFiles(dir, refs); err != nil {
+		return nil, err
+	}
+	return tags, nil
+}
+
+// linkObjects hard-links (or copies) the object store of the repository
+// shared into the one at dir.
+func linkObjects(shared, dir string) error {
 	src := filepath.Join(shared, "objects")
 	dst := filepath.Join(dir, "objects")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -133,24 +180,32 @@ func NewRepoOf(ctx context.Context, dir string, major int) (string, error) {
 		return os.WriteFile(target, data, 0o444)
 	})
 	if err != nil {
-		return "", fmt.Errorf("new fixture repository: copying objects: %w", err)
+		return fmt.Errorf("new fixture repository: copying objects: %w", err)
 	}
+	return nil
+}
+
+// writeRepoFiles writes a bare repository's HEAD (branch Branch), config
+// and the given refs (name to content).
+func writeRepoFiles(dir string, refs map[string]string) error {
 	for _, d := range []string{"refs/heads", "refs/tags"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return "", err
+			return err
 		}
 	}
 	files := map[string]string{
-		"HEAD":                 "ref: refs/heads/" + Branch + "\n",
-		"config":               "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-		"refs/heads/" + Branch: base + "\n",
+		"HEAD":   "ref: refs/heads/" + Branch + "\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+	}
+	for name, content := range refs {
+		files[name] = content
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return "", fmt.Errorf("new fixture repository: %w", err)
+			return fmt.Errorf("new fixture repository: %w", err)
 		}
 	}
-	return base, nil
+	return nil
 }
 
 func writeFileAtomic(name string, data []byte) error {

@@ -60,3 +60,39 @@ func TestSharedRepo(t *testing.T) {
 		t.Errorf("shared master moved to %s", ref.Hash())
 	}
 }
+
+// TestNewReleasesRepo makes a repository of the 15 and 18 fixtures: each
+// release's tag names its fixture's own base commit (so its build is the
+// shared one), and each commit's tree is that release's.
+func TestNewReleasesRepo(t *testing.T) {
+	_, base15 := pgsrctest.RequireMajor(t, 15)
+	_, base18 := pgsrctest.RequireMajor(t, 18)
+	dir := filepath.Join(t.TempDir(), "releases.git")
+	tags, err := pgsrc.NewReleasesRepo(context.Background(), dir, 15, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tags) != 2 || tags[0] != "REL_15_18" || tags[1] != "REL_18_6" {
+		t.Fatalf("tags %v, want [REL_15_18 REL_18_6]", tags)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tag, want := range map[string]string{"REL_15_18": base15, "REL_18_6": base18, "master": base18} {
+		h, err := repo.ResolveRevision(plumbing.Revision(tag))
+		if err != nil || h.String() != want {
+			t.Errorf("%s = %v (%v), want %s", tag, h, err, want)
+			continue
+		}
+		c, err := repo.CommitObject(*h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, _ := c.Tree()
+		_, mesonErr := tree.File("meson.build")
+		if (tag == "REL_15_18") != (mesonErr != nil) {
+			t.Errorf("%s: meson.build present %v; 15 has none, 18 has one", tag, mesonErr == nil)
+		}
+	}
+}
