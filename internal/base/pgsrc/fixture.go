@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/gofrs/flock"
 )
 
@@ -154,6 +156,55 @@ func NewReleasesRepo(ctx context.Context, dir string, majors ...int) ([]string, 
 		return nil, err
 	}
 	return tags, nil
+}
+
+// NewReleasesHistory creates a bare repository at dir whose branch master
+// is a history of the releases of the given major versions, in order: the
+// first commit is the first release's fixture commit (so its build is the
+// shared one), and each later commit has the next release's whole tree,
+// its parent the one before, one day later. Each is tagged as upstream tags
+// the release (REL_13_16, ...). It returns the commits and tags in order.
+// Unlike NewReleasesRepo's, the later commits are not the fixtures', so
+// each of them is a build of its own; "pgbisect bisect" over the history
+// answers which release changed a scenario.
+func NewReleasesHistory(ctx context.Context, dir string, majors ...int) (commits, tags []string, err error) {
+	if len(majors) == 0 {
+		return nil, nil, fmt.Errorf("releases history: no releases")
+	}
+	if tags, err = NewReleasesRepo(ctx, dir, majors...); err != nil {
+		return nil, nil, err
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("releases history: %w", err)
+	}
+	var parent plumbing.Hash
+	for i, tag := range tags {
+		ref, err := repo.Reference(plumbing.NewTagReferenceName(tag), true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("releases history: %s: %w", tag, err)
+		}
+		hash := ref.Hash()
+		if i > 0 {
+			c, err := repo.CommitObject(hash)
+			if err != nil {
+				return nil, nil, fmt.Errorf("releases history: %s: %w", tag, err)
+			}
+			msg := fmt.Sprintf("Release %s (the whole tree of %s)\n", strings.ReplaceAll(strings.TrimPrefix(tag, "REL_"), "_", "."), tag)
+			if hash, err = storeCommit(repo.Storer, c.TreeHash, []plumbing.Hash{parent}, msg, BaseDate.AddDate(0, 0, i)); err != nil {
+				return nil, nil, fmt.Errorf("releases history: %w", err)
+			}
+			if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(tag), hash)); err != nil {
+				return nil, nil, fmt.Errorf("releases history: %w", err)
+			}
+		}
+		commits = append(commits, hash.String())
+		parent = hash
+	}
+	if err := setBranch(repo, parent); err != nil {
+		return nil, nil, err
+	}
+	return commits, tags, nil
 }
 
 // linkObjects hard-links (or copies) the object store of the repository
