@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/bisect/finding"
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/base/proc/proctest"
+	"github.com/pgbisect/pgbisect/store/storetest"
 )
 
 // TestCompareAcrossReleases compares real releases the way the bot
@@ -59,4 +64,60 @@ func TestCompareAcrossReleases(t *testing.T) {
 	}
 	compare(tags[0], tags[1], map[string]stats.Verdict{"copy_instructions": stats.Improvement, "parse_instructions": stats.Improvement})
 	compare(tags[1], tags[2], map[string]stats.Verdict{"copy_instructions": stats.Regression})
+}
+
+// TestBisectAcrossReleases bisects, for real, a history whose commits are
+// the releases 13.16, 15.18 and 18.6 in order (pgsrc.NewReleasesHistory),
+// every one built with configure, on parallel-seqscan-instructions without
+// workers: the instructions of a count(*) of a new 100,000-row table,
+// which grew from 13.16 to 18.6. The bisection must name the release(s)
+// that did it, each a whole release, and nothing else. The first commit is
+// 13.16's fixture commit (its shared build); 15.18's and 18.6's are
+// commits of their own, so builds of their own (18.6's in the worktree
+// TestEndToEndConfigure18 left at the same tree, so only its install).
+// Opt-in: PGBISECT_TEST_RELEASES=13,18-configure.
+func TestBisectAcrossReleases(t *testing.T) {
+	pgsrctest.RequireRelease(t, "13")
+	pgsrctest.RequireRelease(t, "18-configure")
+	state := pgsrctest.EndToEnd(t)
+	ctx := context.Background()
+	work := t.TempDir()
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(work, "history.git")
+	commits, tags, err := pgsrc.NewReleasesHistory(ctx, repo, 13, 15, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main(ctx, []string{"bisect", "--state", state, "--repo", repo,
+		"-s", "../../../configs/scenarios/parallel-seqscan-instructions.yaml", "--set", "rows=100000", "--point", "workers=0",
+		"--good", tags[0], "--bad", tags[2], "--max-samples", "10",
+		"--no-revert-check", "--profile-runs", "0", "--profile-guided=false", "--json"}, &stdout, &stderr)
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("pgbisect bisect exited %d after %s:\n%s", code, wall.Round(time.Second), proctest.LastLines(stderr.String(), 60))
+	}
+	f, err := finding.Unmarshal(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
+	}
+	t.Logf("%s", proctest.LastLines(stderr.String(), 30))
+	if f.Kind != finding.Regression || len(f.Culprits) == 0 {
+		t.Fatalf("finding %s with culprits %+v, want a regression; warnings: %v", f.Kind, f.Culprits, f.Warnings)
+	}
+	for _, c := range f.Culprits {
+		if c.IsRange() || (c.Commit.Hash != commits[1] && c.Commit.Hash != commits[2]) {
+			t.Errorf("culprit %+v is not one release (%s %s, %s %s)", c, tags[1], short(commits[1]), tags[2], short(commits[2]))
+		}
+	}
+	st, err := storetest.Store(t).LoadBisection(ctx, f.ID[strings.LastIndexByte(f.ID, '-')+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", st.Summary)
+	t.Logf("bisection across releases: %s wall, %d builds (%s), %d samples (%s)", wall.Round(time.Second),
+		st.BuildsDone, st.BuildTime.Round(time.Second), st.SamplesTaken, st.MeasureTime.Round(time.Second))
 }
