@@ -9,12 +9,9 @@
 //   - 15 (15.18, the default fixture): configure; always available.
 //   - 18 (18.6): meson and ninja, TestEndToEndMeson18's build; always
 //     available (CI builds it).
-//   - 13 (13.16): configure; a full build of its own (6 minutes on 2 busy
-//     cores), made only when PGBISECT_TEST_RELEASES lists 13
+//   - 13 (13.16): configure; a full build of its own (6 m 20 s on 2 busy
+//     cores here), made only when PGBISECT_TEST_RELEASES lists 13
 //     (pgsrctest.RequireRelease).
-//   - "18-configure" (18.6 with configure): likewise opt-in; the build
-//     TestEndToEndConfigure18 makes, and the one to compare 18 with 13
-//     and 15 (same build system and flags).
 //
 // Only tests import it (the binary links no test-support package).
 package buildtest
@@ -38,7 +35,7 @@ import (
 
 // Release is a real PostgreSQL release the tests can build.
 type Release struct {
-	Name    string        // "13", "15", "18", "18-configure"
+	Name    string        // "13", "15", "18"
 	Major   int           // its fixture's major version
 	Options build.Options // how it is built
 	OptIn   bool          // built only when pgsrctest.ReleasesEnv lists Name
@@ -51,13 +48,6 @@ var Releases = []Release{
 	{Name: "15", Major: 15},
 	{Name: "18", Major: 18, Options: build.Options{Meson: true}},
 }
-
-// Configure18 is 18.6 built with configure (opt-in).
-var Configure18 = Release{Name: "18-configure", Major: 18, OptIn: true}
-
-// Enabled reports whether r may be built: not opt-in, or listed in
-// pgsrctest.ReleasesEnv.
-func (r Release) Enabled() bool { return !r.OptIn || pgsrctest.ReleaseEnabled(r.Name) }
 
 // Install returns r's install, building it if no earlier test or run has
 // (as postgres when the tests run as root, as the application builds).

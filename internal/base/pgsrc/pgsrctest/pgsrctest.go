@@ -107,8 +107,8 @@ func ServerDir(t testing.TB) string {
 // ReleasesEnv lists the opt-in release builds the tests may make, comma
 // separated: "13" (13.16 with configure) and "18-configure" (18.6 with
 // configure; 18.6 with meson is always built, in CI too). Each is a full
-// build of its own, 3 to 7 minutes on 2 cores, shared through StateDir
-// once made.
+// build of its own, 6 to 9 minutes on 2 busy cores here, shared through
+// StateDir once made.
 const ReleasesEnv = "PGBISECT_TEST_RELEASES"
 
 // ReleaseEnabled reports whether ReleasesEnv lists name.
@@ -128,6 +128,6 @@ func ReleaseEnabled(name string) bool {
 func RequireRelease(t testing.TB, name string) {
 	t.Helper()
 	if !ReleaseEnabled(name) {
-		t.Skipf("PostgreSQL %s is an opt-in build (a full build of its own, 3 to 7 minutes on 2 cores): run with %s=%s (docs/build.md)", name, ReleasesEnv, name)
+		t.Skipf("PostgreSQL %s is an opt-in build (a full build of its own, 6 to 9 minutes on 2 busy cores here): run with %s=%s (docs/build.md)", name, ReleasesEnv, name)
 	}
 }
