@@ -69,6 +69,9 @@ func (r *Runner) serverSettings(ctx context.Context, sc *Scenario, t Target, u *
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if err := sc.checkVersion(srv.Version); err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	res, err := srv.Resolve(ctx, exp.settings, exp.byVersion, own)
 	if err != nil {
 		var se *SettingError

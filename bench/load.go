@@ -243,6 +243,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	if err := s.validateByVersion(); err != nil {
 		return err
 	}
+	if err := s.validateVersions(); err != nil {
+		return err
+	}
 	if err := s.validateTemplates(); err != nil {
 		return err
 	}

@@ -254,10 +254,11 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if !c.setupOK {
 		warmups += sc.ClusterWarmup
 		settings, err := r.serverSettings(ctx, sc, t, u, exp, c.ownSettings())
-		if se := (*SettingError)(nil); errors.As(err, &se) {
-			// This build's server rejects the scenario: inside a bisection's
-			// range the commit is skipped, at both endpoints it is a
-			// scenario error.
+		if se, ve := (*SettingError)(nil), (*VersionError)(nil); errors.As(err, &se) || errors.As(err, &ve) {
+			// This build's server rejects the scenario (a setting, or a
+			// version outside the scenario's): inside a bisection's range
+			// the commit is skipped, at both endpoints it is a scenario
+			// error.
 			return nil, fail("settings", err)
 		}
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 	"github.com/pgbisect/pgbisect/internal/base/proc"
 	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 )
@@ -484,79 +485,90 @@ func TestInterleaveRuns(t *testing.T) {
 	}
 }
 
+// tinyScenario is a shipped scenario at a tiny size (one point) and what
+// its samples must hold, on any server version it supports.
+type tinyScenario struct {
+	file      string
+	overrides map[string]string
+	check     func(t *testing.T, s *Sample)
+}
+
+// tinyScenarios are every shipped scenario at a tiny size: those of
+// TestShippedScenariosTiny (Debian's 15) and of TestReleases (real builds
+// of 13, 15 and 18), which fails for a shipped file missing here.
+var tinyScenarios = []tinyScenario{
+	{"copy-single.yaml", map[string]string{"rows": "20000"}, func(t *testing.T, s *Sample) {
+		if s.Values["rows"] != 20000 || !(s.Values["copy_time"] > 0) || !(s.Values["parse_time"] > 0) {
+			t.Errorf("values %v", s.Values)
+		}
+	}},
+	{"clog-unlogged-pgbench.yaml", map[string]string{"scale": "1", "duration": "2", "clients": "2"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) || len(s.Series["bench.tps"]) == 0 {
+			t.Errorf("values %v series %v", s.Values, s.Series)
+		}
+	}},
+	{"copy-concurrent.yaml", map[string]string{"rows": "20000", "clients": "2"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["copy_time"] > 0) || !(s.Values["relation_size"] > 0) {
+			t.Errorf("values %v", s.Values)
+		}
+	}},
+	{"parallel-copy-flush-after.yaml", map[string]string{"scale": "1", "clients": "2"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["copy_time"] > 0) || !(s.Values["checkpoint_time"] > 0) || !(s.Values["relation_size"] > 0) {
+			t.Errorf("values %v", s.Values)
+		}
+		if s.Env.Settings["backend_flush_after"] != "256kB" {
+			t.Errorf("backend_flush_after = %q, want 256kB", s.Env.Settings["backend_flush_after"])
+		}
+	}},
+	{"checkpointer-walwriter-pgbench.yaml", map[string]string{"scale": "1", "duration": "2", "clients": "2",
+		"shared_buffers": "32MB", "maintenance_work_mem": "16MB", "max_wal_size": "1GB"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) {
+			t.Errorf("values %v", s.Values)
+		}
+		// The thread's hot_standby, an alias the server takes as replica.
+		if s.Env.Settings["wal_level"] != "replica" || s.Env.Settings["synchronous_commit"] != "off" {
+			t.Errorf("settings %v", s.Env.Settings)
+		}
+	}},
+	// Counted (under valgrind here): counts of two samples alike.
+	{"copy-single-instructions.yaml", map[string]string{"rows": "2000"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["copy_instructions"] > 0) || !(s.Values["parse_instructions"] > 0) || s.Values["rows"] != 2000 || s.Env.Counter == "" {
+			t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
+		}
+	}},
+	{"parallel-seqscan-instructions.yaml", map[string]string{"rows": "20000", "workers": "1"}, func(t *testing.T, s *Sample) {
+		if !(s.Values["count_instructions"] > 0) || s.Values["count"] != 20000 || s.Env.Counter == "" {
+			t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
+		}
+	}},
+	{"parallel-seqscan.yaml", map[string]string{"rows": "300000", "workers": "2"}, func(t *testing.T, s *Sample) {
+		for _, m := range []string{"execution_time", "io_read_time", "io_write_time", "shared_read", "count_time"} {
+			if _, ok := s.Values[m]; !ok {
+				t.Errorf("no %s in %v", m, s.Values)
+			}
+		}
+		// No VACUUM: the first scan of the new table sets hint bits and,
+		// up to 17, writes the pages back through its ring (the table is
+		// over a quarter of shared_buffers). 18.6 wrote none back in that
+		// scan at this size (io_write_time 0; TestReleases, measured on
+		// the real build), so its writes are not required there.
+		v, _ := pgversion.Parse(strings.Fields(s.Env.ServerVersion + " ?")[0])
+		if !(s.Values["count_time"] > 0) || !(s.Values["shared_read"] > 0) || v.Num < 180000 && !(s.Values["io_write_time"] > 0) {
+			t.Errorf("values %v (server %s)", s.Values, s.Env.ServerVersion)
+		}
+		// Dropped before the sample and before count, or said so.
+		if !s.Env.CachesDropped && !slices.ContainsFunc(s.Env.Warnings, func(w string) bool { return strings.HasPrefix(w, "step count: OS caches were not dropped") }) {
+			t.Errorf("caches kept without a warning: %v", s.Env.Warnings)
+		}
+		t.Logf("values %v, warnings %q", s.Values, s.Env.Warnings)
+	}},
+}
+
 // TestShippedScenariosTiny runs every shipped scenario at a tiny size, as
 // CI does for every change: one point, two samples each.
 func TestShippedScenariosTiny(t *testing.T) {
 	bin := pgBin(t)
-	cases := []struct {
-		file      string
-		overrides map[string]string
-		check     func(t *testing.T, s *Sample)
-	}{
-		{"copy-single.yaml", map[string]string{"rows": "20000"}, func(t *testing.T, s *Sample) {
-			if s.Values["rows"] != 20000 || !(s.Values["copy_time"] > 0) || !(s.Values["parse_time"] > 0) {
-				t.Errorf("values %v", s.Values)
-			}
-		}},
-		{"clog-unlogged-pgbench.yaml", map[string]string{"scale": "1", "duration": "2", "clients": "2"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) || len(s.Series["bench.tps"]) == 0 {
-				t.Errorf("values %v series %v", s.Values, s.Series)
-			}
-		}},
-		{"copy-concurrent.yaml", map[string]string{"rows": "20000", "clients": "2"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["copy_time"] > 0) || !(s.Values["relation_size"] > 0) {
-				t.Errorf("values %v", s.Values)
-			}
-		}},
-		{"parallel-copy-flush-after.yaml", map[string]string{"scale": "1", "clients": "2"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["copy_time"] > 0) || !(s.Values["checkpoint_time"] > 0) || !(s.Values["relation_size"] > 0) {
-				t.Errorf("values %v", s.Values)
-			}
-			if s.Env.Settings["backend_flush_after"] != "256kB" {
-				t.Errorf("backend_flush_after = %q, want 256kB", s.Env.Settings["backend_flush_after"])
-			}
-		}},
-		{"checkpointer-walwriter-pgbench.yaml", map[string]string{"scale": "1", "duration": "2", "clients": "2",
-			"shared_buffers": "32MB", "maintenance_work_mem": "16MB", "max_wal_size": "1GB"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["tps"] > 0) || !(s.Values["latency_avg"] > 0) {
-				t.Errorf("values %v", s.Values)
-			}
-			// The thread's hot_standby, an alias the server takes as replica.
-			if s.Env.Settings["wal_level"] != "replica" || s.Env.Settings["synchronous_commit"] != "off" {
-				t.Errorf("settings %v", s.Env.Settings)
-			}
-		}},
-		// Counted (under valgrind here): counts of two samples alike.
-		{"copy-single-instructions.yaml", map[string]string{"rows": "2000"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["copy_instructions"] > 0) || !(s.Values["parse_instructions"] > 0) || s.Values["rows"] != 2000 || s.Env.Counter == "" {
-				t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
-			}
-		}},
-		{"parallel-seqscan-instructions.yaml", map[string]string{"rows": "20000", "workers": "1"}, func(t *testing.T, s *Sample) {
-			if !(s.Values["count_instructions"] > 0) || s.Values["count"] != 20000 || s.Env.Counter == "" {
-				t.Errorf("values %v, counter %q", s.Values, s.Env.Counter)
-			}
-		}},
-		{"parallel-seqscan.yaml", map[string]string{"rows": "300000", "workers": "2"}, func(t *testing.T, s *Sample) {
-			for _, m := range []string{"execution_time", "io_read_time", "io_write_time", "shared_read", "count_time"} {
-				if _, ok := s.Values[m]; !ok {
-					t.Errorf("no %s in %v", m, s.Values)
-				}
-			}
-			// No VACUUM: the first scan of the new table sets hint bits and
-			// writes the pages back through its ring (the table is over a
-			// quarter of shared_buffers).
-			if !(s.Values["count_time"] > 0) || !(s.Values["shared_read"] > 0) || !(s.Values["io_write_time"] > 0) {
-				t.Errorf("values %v", s.Values)
-			}
-			// Dropped before the sample and before count, or said so.
-			if !s.Env.CachesDropped && !slices.ContainsFunc(s.Env.Warnings, func(w string) bool { return strings.HasPrefix(w, "step count: OS caches were not dropped") }) {
-				t.Errorf("caches kept without a warning: %v", s.Env.Warnings)
-			}
-			t.Logf("values %v, warnings %q", s.Values, s.Env.Warnings)
-		}},
-	}
-	for _, c := range cases {
+	for _, c := range tinyScenarios {
 		t.Run(c.file, func(t *testing.T) {
 			sc, err := LoadFileWith(filepath.Join("../configs/scenarios", c.file), c.overrides)
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
 
 // Lifecycle values: how a sample gets its server.
@@ -60,6 +61,11 @@ type Scenario struct {
 	// version satisfies them, in file order; a null value leaves a
 	// setting out. See docs/scenarios.md. Default: none.
 	SettingsByVersion yaml.MapSlice `yaml:"settings_by_version"`
+	// Versions are the server versions the scenario can run on. A server
+	// outside them is refused before anything is measured (Runner.Check,
+	// and Run before every initdb), with a *VersionError naming the
+	// constraint and why. Default: any version.
+	Versions VersionsSpec `yaml:"versions"`
 	// Lifecycle is Fresh, Restart or Warm. Default: fresh.
 	Lifecycle string `yaml:"lifecycle"`
 	// DropCaches drops the OS page cache before each sample's workload
@@ -109,8 +115,10 @@ type Scenario struct {
 	axes    []axis             // the matrix, in file order
 	metrics []Metric
 	byVer   []versionSpec // SettingsByVersion, parsed
-	native  *Scenario     // Native's copy, made once
-	ast     *ast.File
+	// supported is Versions.Supported, parsed (nil: any version).
+	supported *pgversion.Constraint
+	native    *Scenario // Native's copy, made once
+	ast       *ast.File
 }
 
 // Timeouts bound the phases of a sample. Zero means the default.

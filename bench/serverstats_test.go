@@ -32,7 +32,7 @@ func TestServerStatVersionMapping(t *testing.T) {
 		{"wal_sync", 180000, "", "left in PostgreSQL 18"},
 		{"buffers_backend", 90624, "buffers_backend FROM pg_stat_bgwriter", ""},
 		{"buffers_backend", 160000, "buffers_backend FROM pg_stat_bgwriter", ""},
-		{"buffers_backend", 170000, "sum(writes)", ""},
+		{"buffers_backend", 170000, "sum(writes + extends)", ""},
 		{"buffers_backend", 170000, "'client backend'", ""},
 		{"buffers_clean", 90624, "buffers_clean FROM pg_stat_bgwriter", ""},
 		{"buffers_clean", 180000, "buffers_clean FROM pg_stat_bgwriter", ""},

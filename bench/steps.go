@@ -120,6 +120,9 @@ func runStep(ctx context.Context, env *stepEnv, st *Step, timeout time.Duration)
 		err = finishCount(ctx, cp, err, &res)
 	}
 	if pr != nil {
+		if err == nil && own == nil {
+			err = pr.flushSession(ctx, env.conn)
+		}
 		if perr := pr.finish(ctx, &res); err == nil {
 			err = perr
 		}

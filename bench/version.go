@@ -3,9 +3,71 @@ package bench
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
+
+// VersionsSpec is a scenario's versions section: the server versions it
+// can run on, for a scenario that needs what older (or newer) servers do
+// not have, so that it is refused up front instead of failing midway.
+type VersionsSpec struct {
+	// Supported is a version constraint: ">=12", ">=10 <18" (see
+	// pgversion.ParseConstraint; "12" means every 12.x).
+	Supported string `yaml:"supported"`
+	// Why says what the other versions lack ("COPY FROM ... WHERE is new
+	// in 12"); the refusal quotes it. Required with Supported.
+	Why string `yaml:"why"`
+}
+
+// VersionError is a server outside a scenario's versions: like a
+// *SettingError, this build's server cannot run the scenario, which
+// inside a bisection's range skips the commit and at its ends stops it.
+type VersionError struct {
+	Version   string // the server's version ("11.22")
+	Supported string // the scenario's constraint (">=12")
+	Msg       string // the whole message
+}
+
+func (e *VersionError) Error() string { return e.Msg }
+
+// validateVersions parses the versions section.
+func (s *Scenario) validateVersions() error {
+	s.supported = nil
+	v := s.Versions
+	if v.Supported == "" && v.Why == "" {
+		return nil
+	}
+	if v.Supported == "" {
+		return errAt("$.versions", "versions: give supported, the versions the scenario runs on (e.g. supported: \">=12\"), with why")
+	}
+	c, err := pgversion.ParseConstraint(v.Supported)
+	if err != nil {
+		return errAt("$.versions.supported", "versions: %v", err)
+	}
+	if strings.TrimSpace(v.Why) == "" {
+		return errAt("$.versions", "versions: say why the scenario needs %s (why: what the other versions lack), for the message that refuses them", v.Supported)
+	}
+	s.supported = &c
+	return nil
+}
+
+// SupportsVersion reports whether the scenario runs on servers of version
+// v (always, without a versions section).
+func (s *Scenario) SupportsVersion(v pgversion.Version) bool {
+	return s.supported == nil || s.supported.Allows(v)
+}
+
+// checkVersion returns a *VersionError when the scenario does not run on
+// servers of version v.
+func (s *Scenario) checkVersion(v pgversion.Version) error {
+	if s.SupportsVersion(v) {
+		return nil
+	}
+	return &VersionError{Version: v.String(), Supported: s.Versions.Supported,
+		Msg: fmt.Sprintf("%s: the scenario runs on PostgreSQL %s, not on %s (%s): measure builds of the versions it supports",
+			s.where("$.versions.supported"), s.Versions.Supported, v, strings.TrimSpace(s.Versions.Why))}
+}
 
 // versionSpec is one settings_by_version entry as loaded: its constraint,
 // its YAML path and its values (templates not executed; nil: unset).

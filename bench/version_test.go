@@ -1,8 +1,14 @@
 package bench
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/base/pgversion"
 )
 
 // TestSettingsByVersionErrors checks the strict loading of
@@ -65,5 +71,75 @@ func TestSettingsByVersionExpand(t *testing.T) {
 	}
 	if s0.where != "x.yaml:5" {
 		t.Errorf("where %q", s0.where)
+	}
+}
+
+// TestVersionsErrors checks the strict loading of the versions section.
+func TestVersionsErrors(t *testing.T) {
+	for _, c := range []struct{ name, yaml, want string }{
+		{"no operator", "versions:\n  supported: \"12\"\n  why: x\n",
+			`x.yaml:2: versions: version constraint "12": "12" has no operator`},
+		{"no why", "versions:\n  supported: \">=12\"\n",
+			`x.yaml:2: versions: say why the scenario needs >=12`},
+		{"no constraint", "versions:\n  why: COPY WHERE\n",
+			`x.yaml:2: versions: give supported`},
+		{"typo", "versions:\n  suported: \">=12\"\n",
+			`x.yaml:2: unknown key "suported"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load([]byte(c.yaml+baseScenario), "x.yaml", nil)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+	sc, err := Load([]byte("versions: {supported: \">=12 <18\", why: \"x\"}\n"+baseScenario), "x.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"11.22": false, "12": true, "13.16": true, "17.6": true, "18devel": false, "18.6": false} {
+		ver, err := pgversion.Parse(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.SupportsVersion(ver); got != want {
+			t.Errorf("SupportsVersion(%s) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestVersionRefusedBeforeMeasuring runs a scenario that needs a newer
+// server on Debian's 15: Interleave (Check) and Run refuse it with a
+// *VersionError naming the file, line, constraint and why, before any
+// cluster is made.
+func TestVersionRefusedBeforeMeasuring(t *testing.T) {
+	requireDebian15(t)
+	r, state := newTestRunner(t)
+	path := filepath.Join(state, "new.yaml")
+	src := "versions:\n  supported: \">=16\"\n  why: pg_stat_io is new in 16\n" + baseScenario
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []Target{{Name: "A", BinDir: debianBin}, {Name: "B", BinDir: debianBin}}
+	want := "target A: " + path + ":2: the scenario runs on PostgreSQL >=16, not on 15.18 (pg_stat_io is new in 16): measure builds of the versions it supports"
+	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 1), func(Sample) error {
+		t.Error("a sample was measured")
+		return nil
+	})
+	var ve *VersionError
+	if !errors.As(err, &ve) || err.Error() != want {
+		t.Fatalf("Interleave: %v, want a *VersionError %q", err, want)
+	}
+	_, err = r.Run(context.Background(), sc, targets[0], sc.Points()[0])
+	if !errors.As(err, &ve) || ve.Version != "15.18" || ve.Supported != ">=16" {
+		t.Fatalf("Run: %v, want a *VersionError", err)
+	}
+	r.Close(context.Background())
+	if dirs := clusterDirs(t, state); len(dirs) != 0 {
+		t.Errorf("clusters were made: %v", dirs)
 	}
 }

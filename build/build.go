@@ -80,7 +80,7 @@ func (b *Builder) buildKey(ctx context.Context, hash string, key Key) (*Install,
 	if err := b.preflight(ctx, o); err != nil {
 		return nil, err
 	}
-	wt := b.worktreeFor(o)
+	wt := b.worktreeFor(o, tree)
 	for _, d := range []string{b.locksDir(), b.failedDir(), b.tmpDir(), b.logsDir(), filepath.Dir(wt.dir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("state directory: %w", err)

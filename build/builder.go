@@ -14,8 +14,10 @@ import (
 // Builder builds commits of one repository with one set of options into
 // the build cache under a state directory:
 //
-//	stateDir/worktrees/<options hash>/   a persistent worktree per tree options (ForTree):
-//	                                     src/ (pgbisect's) built in build/ (BuildAs's)
+//	stateDir/worktrees/<options hash>-<major>/
+//	                                     a persistent worktree per tree options (ForTree)
+//	                                     and major release: src/ (pgbisect's) built in
+//	                                     build/ (BuildAs's)
 //	stateDir/builds/<key>/               one install per key (bin/, lib/, share/)
 //	stateDir/builds/.tmp/<key>/          an install being made (renamed into place)
 //	stateDir/builds/.failed/<key>.json   a recorded build failure
@@ -116,9 +118,17 @@ func (b *Builder) prefix(id string) string {
 	return filepath.Join(b.buildsDir(), id)
 }
 
-// worktreeFor is the worktree of builds with options o (a tree's options,
-// see Options.ForTree), so that trees needing other flags or meson do not
-// make the others reconfigure.
-func (b *Builder) worktreeFor(o Options) *worktree {
-	return &worktree{dir: filepath.Join(b.stateDir, "worktrees", o.Hash())}
+// worktreeFor is the worktree of builds of a tree with options o (the
+// tree's options, see Options.ForTree): one per options and major release
+// ("d312153951a9-15"), so that trees needing other flags or meson, and
+// trees of another release (a bisection across releases, tests of 13, 15
+// and 18 sharing a state directory, nightly runs of back branches), do not
+// make each other reconfigure and rebuild everything. A tree whose version
+// is unknown gets the options' worktree alone.
+func (b *Builder) worktreeFor(o Options, t Tree) *worktree {
+	name := o.Hash()
+	if t.Version.Num != 0 {
+		name += "-" + t.Version.Major()
+	}
+	return &worktree{dir: filepath.Join(b.stateDir, "worktrees", name)}
 }

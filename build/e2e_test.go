@@ -277,6 +277,11 @@ func TestInterruptedBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tree, err := readTree(f.repo, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := f.b.worktreeFor(f.b.opts.ForTree(tree), tree)
 	os.RemoveAll(filepath.Join(f.state, "builds", key.ID)) // from an earlier run, if any
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -309,7 +314,7 @@ func TestInterruptedBuild(t *testing.T) {
 	// WaitDelay before SIGKILL.
 	deadline := time.Now().Add(2 * proc.WaitDelay)
 	for {
-		procs := processesUnder(f.b.worktreeFor(f.b.opts).dir)
+		procs := processesUnder(wt.dir)
 		if len(procs) == 0 {
 			break
 		}
@@ -418,7 +423,7 @@ func TestBuildRunsAsBuildUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt := f.b.worktreeFor(f.b.opts.ForTree(tree))
+	wt := f.b.worktreeFor(f.b.opts.ForTree(tree), tree)
 	os.Remove(filepath.Join(wt.build(), "pgbisect-make-uid"))
 	f.b.Retry = true // a failure recorded by an earlier run must not hide this build
 	inst, err := f.b.Build(ctx, c)

@@ -322,7 +322,11 @@ install:
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt := b.worktreeFor(b.opts)
+	tree, err := readTree(b.repo, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := b.worktreeFor(b.opts, tree)
 	runs, _ := os.ReadFile(filepath.Join(wt.build(), "configure-runs"))
 	want := fmt.Sprintf("%d %s %s\n", u.UID, wt.build(), filepath.Join(wt.src(), "configure"))
 	if string(runs) != want {

@@ -172,7 +172,8 @@ fi
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	key, _ := b.Key(context.Background(), c)
-	wt := filepath.Join(state, "worktrees", Options{CFLAGS: "-O1", MesonOptions: []string{"cassert=true"}, Meson: true}.Hash())
+	// The worktree of the tree's options and release (18devel: 18).
+	wt := filepath.Join(state, "worktrees", Options{CFLAGS: "-O1", MesonOptions: []string{"cassert=true"}, Meson: true}.Hash()+"-18")
 	bdir := filepath.Join(wt, "meson-build")
 	want := []string{
 		"meson dir=" + wt + " LDFLAGS=-Wl,-rpath,$ORIGIN/../lib:$ORIGIN/.. args=setup --prefix=/pgbisect --libdir=lib -Drpath=false -Dcassert=true -Dc_args=-O1 " + bdir + " " + filepath.Join(wt, "src"),

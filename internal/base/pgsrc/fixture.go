@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/gofrs/flock"
 )
 
@@ -112,9 +114,105 @@ func NewRepoOf(ctx context.Context, dir string, major int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("new fixture repository: %w", err)
 	}
+	if err := linkObjects(shared, dir); err != nil {
+		return "", err
+	}
+	if err := writeRepoFiles(dir, map[string]string{"refs/heads/" + Branch: base + "\n"}); err != nil {
+		return "", err
+	}
+	return base, nil
+}
+
+// NewReleasesRepo creates a bare repository at dir holding the base commit
+// of the fixture of each major version, tagged as upstream tags its
+// releases (REL_13_16, REL_15_18, REL_18_6), with branch master at the
+// last, and returns the tags in the order given. The commits are the
+// fixtures' own, so their builds are the ones every other test shares:
+// "pgbisect compare --repo dir REL_13_16 REL_15_18" compares two releases
+// the way it would on a clone of the upstream repository. They share no
+// history, so it is for comparisons, not bisections.
+func NewReleasesRepo(ctx context.Context, dir string, majors ...int) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("releases repository: %w", err)
+	}
+	refs := map[string]string{}
+	var tags []string
+	for _, major := range majors {
+		shared, base, err := SharedRepoOf(ctx, major)
+		if err != nil {
+			return nil, err
+		}
+		tarball, _ := TarballOf(major)
+		_, version, _ := strings.Cut(strings.SplitN(filepath.Base(tarball), ".orig.tar", 2)[0], "_")
+		tag := "REL_" + strings.ReplaceAll(version, ".", "_")
+		if err := linkObjects(shared, dir); err != nil {
+			return nil, err
+		}
+		refs["refs/tags/"+tag] = base + "\n"
+		refs["refs/heads/"+Branch] = base + "\n"
+		tags = append(tags, tag)
+	}
+	if err := writeRepoFiles(dir, refs); err != nil {
+		return nil, err
+	}
+	return tags, nil
+}
+
+// NewReleasesHistory creates a bare repository at dir whose branch master
+// is a history of the releases of the given major versions, in order: the
+// first commit is the first release's fixture commit (so its build is the
+// shared one), and each later commit has the next release's whole tree,
+// its parent the one before, one day later. Each is tagged as upstream tags
+// the release (REL_13_16, ...). It returns the commits and tags in order.
+// Unlike NewReleasesRepo's, the later commits are not the fixtures', so
+// each of them is a build of its own; "pgbisect bisect" over the history
+// answers which release changed a scenario.
+func NewReleasesHistory(ctx context.Context, dir string, majors ...int) (commits, tags []string, err error) {
+	if len(majors) == 0 {
+		return nil, nil, fmt.Errorf("releases history: no releases")
+	}
+	if tags, err = NewReleasesRepo(ctx, dir, majors...); err != nil {
+		return nil, nil, err
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("releases history: %w", err)
+	}
+	var parent plumbing.Hash
+	for i, tag := range tags {
+		ref, err := repo.Reference(plumbing.NewTagReferenceName(tag), true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("releases history: %s: %w", tag, err)
+		}
+		hash := ref.Hash()
+		if i > 0 {
+			c, err := repo.CommitObject(hash)
+			if err != nil {
+				return nil, nil, fmt.Errorf("releases history: %s: %w", tag, err)
+			}
+			msg := fmt.Sprintf("Release %s (the whole tree of %s)\n", strings.ReplaceAll(strings.TrimPrefix(tag, "REL_"), "_", "."), tag)
+			if hash, err = storeCommit(repo.Storer, c.TreeHash, []plumbing.Hash{parent}, msg, BaseDate.AddDate(0, 0, i)); err != nil {
+				return nil, nil, fmt.Errorf("releases history: %w", err)
+			}
+			if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(tag), hash)); err != nil {
+				return nil, nil, fmt.Errorf("releases history: %w", err)
+			}
+		}
+		commits = append(commits, hash.String())
+		parent = hash
+	}
+	if err := setBranch(repo, parent); err != nil {
+		return nil, nil, err
+	}
+	return commits, tags, nil
+}
+
+// linkObjects hard-links (or copies) the object store of the repository
+// shared into the one at dir.
+func linkObjects(shared, dir string) error {
 	src := filepath.Join(shared, "objects")
 	dst := filepath.Join(dir, "objects")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -133,24 +231,32 @@ func NewRepoOf(ctx context.Context, dir string, major int) (string, error) {
 		return os.WriteFile(target, data, 0o444)
 	})
 	if err != nil {
-		return "", fmt.Errorf("new fixture repository: copying objects: %w", err)
+		return fmt.Errorf("new fixture repository: copying objects: %w", err)
 	}
+	return nil
+}
+
+// writeRepoFiles writes a bare repository's HEAD (branch Branch), config
+// and the given refs (name to content).
+func writeRepoFiles(dir string, refs map[string]string) error {
 	for _, d := range []string{"refs/heads", "refs/tags"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return "", err
+			return err
 		}
 	}
 	files := map[string]string{
-		"HEAD":                 "ref: refs/heads/" + Branch + "\n",
-		"config":               "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-		"refs/heads/" + Branch: base + "\n",
+		"HEAD":   "ref: refs/heads/" + Branch + "\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+	}
+	for name, content := range refs {
+		files[name] = content
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return "", fmt.Errorf("new fixture repository: %w", err)
+			return fmt.Errorf("new fixture repository: %w", err)
 		}
 	}
-	return base, nil
+	return nil
 }
 
 func writeFileAtomic(name string, data []byte) error {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
@@ -101,4 +102,32 @@ func ServerDir(t testing.TB) string {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// ReleasesEnv lists the opt-in release builds the tests may make, comma
+// separated: "13" (13.16 with configure) and "18-configure" (18.6 with
+// configure; 18.6 with meson is always built, in CI too). Each is a full
+// build of its own, 6 to 9 minutes on 2 busy cores here, shared through
+// StateDir once made.
+const ReleasesEnv = "PGBISECT_TEST_RELEASES"
+
+// ReleaseEnabled reports whether ReleasesEnv lists name.
+func ReleaseEnabled(name string) bool {
+	for _, n := range strings.Split(os.Getenv(ReleasesEnv), ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RequireRelease skips a test of an opt-in release build that ReleasesEnv
+// does not list, saying how to run it. It is a deliberate opt-in, not a
+// missing prerequisite: it skips under CI=true too, where .ci/run lists
+// the releases CI builds.
+func RequireRelease(t testing.TB, name string) {
+	t.Helper()
+	if !ReleaseEnabled(name) {
+		t.Skipf("PostgreSQL %s is an opt-in build (a full build of its own, 6 to 9 minutes on 2 busy cores here): run with %s=%s (docs/build.md)", name, ReleasesEnv, name)
+	}
 }
