@@ -126,7 +126,7 @@ func TestVersionRefusedBeforeMeasuring(t *testing.T) {
 	}
 	targets := []Target{{Name: "A", BinDir: debianBin}, {Name: "B", BinDir: debianBin}}
 	want := "target A: " + path + ":2: the scenario runs on PostgreSQL >=16, not on 15.18 (pg_stat_io is new in 16): measure builds of the versions it supports"
-	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], InterleaveOrder(2, 1), func(Sample) error {
+	err = Interleave(context.Background(), r, sc, targets, sc.Points()[0], Order{}, 1, func(int, *Sample) error {
 		t.Error("a sample was measured")
 		return nil
 	})
