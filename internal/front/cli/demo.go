@@ -93,12 +93,13 @@ var demoStepsSmall = func() []demoStep {
 // demoHistory is a prepared demo repository and its truth.
 type demoHistory struct {
 	Dir      string   `json:"dir"`
-	Good     string   `json:"good"`     // the imported release
-	Bad      string   `json:"bad"`      // the last commit
-	Commits  []string `json:"commits"`  // every added commit, oldest first
-	Culprits []string `json:"culprits"` // the injected regressions, oldest first
-	Broken   string   `json:"broken"`   // the commit that does not build
-	Docs     []string `json:"docs"`     // commits that change nothing compiled
+	Good     string   `json:"good"`            // the imported release
+	Bad      string   `json:"bad"`             // the last commit
+	Commits  []string `json:"commits"`         // every added commit, oldest first
+	Culprits []string `json:"culprits"`        // the injected regressions, oldest first
+	Broken   string   `json:"broken"`          // the commit that does not build
+	Docs     []string `json:"docs"`            // commits that change nothing compiled
+	Small    bool     `json:"small,omitempty"` // the regressions are demoStepsSmall's
 }
 
 const (
@@ -220,7 +221,9 @@ func demoPrepareSteps(ctx context.Context, dir string, shared bool, steps []demo
 	meta := dir + ".json"
 	if data, err := os.ReadFile(meta); err == nil {
 		var h demoHistory
-		if json.Unmarshal(data, &h) == nil && h.Bad != "" {
+		// A repository of the other history (--small or not, same --repo)
+		// is made again.
+		if json.Unmarshal(data, &h) == nil && h.Bad != "" && h.Small == slices.Equal(steps, demoStepsSmall) {
 			if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
 				return &h, nil
 			}
@@ -259,7 +262,7 @@ func demoPrepareSteps(ctx context.Context, dir string, shared bool, steps []demo
 // base, one deterministic commit each, and returns the history and its
 // truth.
 func demoCommits(dir, base string, steps []demoStep) (*demoHistory, error) {
-	h := &demoHistory{Dir: dir, Good: base}
+	h := &demoHistory{Dir: dir, Good: base, Small: slices.Equal(steps, demoStepsSmall)}
 	for i, s := range steps {
 		hash, err := pgsrc.Commit(dir, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
 			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})

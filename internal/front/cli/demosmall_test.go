@@ -104,3 +104,27 @@ func TestDemoSmallInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoSmallRepoSwitch: the same --repo with and without --small gets
+// the history asked for, not the one prepared before.
+func TestDemoSmallRepoSwitch(t *testing.T) {
+	pgsrctest.Require(t)
+	dir := filepath.Join(t.TempDir(), "demo.git")
+	ctx := context.Background()
+	big, err := demoPrepareSteps(ctx, dir, true, demoSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := demoPrepareSteps(ctx, dir, true, demoStepsSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := demoPrepareSteps(ctx, dir, true, demoStepsSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.Small || !small.Small || slices.Equal(big.Culprits, small.Culprits) || !slices.Equal(small.Culprits, again.Culprits) {
+		t.Errorf("big %v (small %v), small %v (small %v), again %v: want the small history made anew, then reused",
+			big.Culprits, big.Small, small.Culprits, small.Small, again.Culprits)
+	}
+}
