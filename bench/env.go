@@ -44,6 +44,9 @@ type Environment struct {
 	// valgrind); "" when it has none. Counts of different counters are
 	// never compared (CheckCounter).
 	Counter string `json:"counter,omitempty"`
+	// CPUs is where the server and pgbisect were pinned (the scenario's
+	// cpus:); nil when they were not.
+	CPUs *Placement `json:"cpus,omitempty"`
 }
 
 // Fingerprint describes the machine; dataDir selects the filesystem
@@ -82,6 +85,9 @@ func (e Environment) String() string {
 		e.Kernel, e.CPU, e.Cores, float64(e.MemoryBytes)/(1<<30), e.Governor, e.THP, e.Filesystem, e.LoadAvg[0])
 	if e.Counter != "" {
 		s += ", instructions counted by " + e.Counter
+	}
+	if e.CPUs != nil {
+		s += fmt.Sprintf(", server on CPUs %s, pgbisect and clients on %s", e.CPUs.Server, e.CPUs.Client)
 	}
 	return s
 }

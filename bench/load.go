@@ -197,6 +197,9 @@ func (s *Scenario) validate(overrides map[string]string) error {
 	if err := s.OS.validate(); err != nil {
 		return err
 	}
+	if err := s.CPUs.validate(); err != nil {
+		return err
+	}
 	if s.Warmup < 0 {
 		return errAt("$.warmup", "warmup must be 0 or more runs")
 	}

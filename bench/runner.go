@@ -194,6 +194,18 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 	}
 
+	var serverCPUs, clientCPUs cpuSet
+	if !sc.CPUs.Empty() {
+		if serverCPUs, clientCPUs, err = checkCPUs(sc.CPUs); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		restore, err := pinSelf(clientCPUs)
+		if err != nil {
+			return nil, err
+		}
+		defer restore()
+	}
+
 	s := &Sample{Target: t.Name, Point: pt.String(), Start: time.Now(), Values: map[string]float64{}, Series: map[string][]float64{}}
 	label := t.Name
 	if s.Point != "" {
@@ -313,7 +325,14 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			syscall.Sync()
 		}
 	}
+	var placement *Placement
+	if !sc.CPUs.Empty() {
+		if placement, err = pinServer(c, serverCPUs, clientCPUs); err != nil {
+			return nil, err
+		}
+	}
 	s.Env = Fingerprint(ctx, c.dataDir)
+	s.Env.CPUs = placement
 	s.Env.BuildOptions = t.BuildOptions
 	if sc.usesPgbench() {
 		s.Env.Pgbench = filepath.Join(clientBin, "pgbench")

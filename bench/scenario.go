@@ -106,6 +106,9 @@ type Scenario struct {
 	// auto (perf where the machine has hardware counters, else
 	// valgrind), perf or valgrind (see counter.go). Default: auto.
 	Counter string `yaml:"counter"`
+	// CPUs pins the server and its clients to CPUs of their own for each
+	// sample (see CPUSpec). Default: none.
+	CPUs CPUSpec `yaml:"cpus"`
 
 	// File is the path or name the scenario was loaded from.
 	File string `yaml:"-"`

@@ -324,6 +324,14 @@ func sampleWarnings(c Comparison, sa, sb []float64, th Thresholds) []string {
 	return w
 }
 
+// Bimodal reports whether xs (in any order) form two separate groups, as
+// bimodal defines them.
+func Bimodal(xs []float64) bool {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return bimodal(s)
+}
+
 // bimodal reports whether sorted xs splits into two groups, each with at
 // least a fifth of the values (and at least three), separated by a gap wider
 // than the range of either group. Under a unimodal distribution such a gap in

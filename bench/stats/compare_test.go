@@ -315,3 +315,16 @@ func TestFirstLookAndMagnitudeLooks(t *testing.T) {
 		t.Errorf("after an undecided first look: %v, More %d, want 2", c.Verdict, more)
 	}
 }
+
+// TestBimodalAnyOrder: Bimodal takes values in the order they were
+// measured and leaves them so.
+func TestBimodalAnyOrder(t *testing.T) {
+	xs := []float64{1.0, 2.0, 1.01, 2.02, 0.99, 1.98, 1.02, 2.01}
+	orig := slices.Clone(xs)
+	if !Bimodal(xs) || !slices.Equal(xs, orig) {
+		t.Errorf("Bimodal(%v) = false or reordered it", orig)
+	}
+	if Bimodal([]float64{1.0, 1.1, 0.9, 1.05, 0.95, 1.02, 0.98, 1.01}) {
+		t.Error("one group called bimodal")
+	}
+}

@@ -317,9 +317,13 @@ func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
 	if used := m.machines(ctx); used != "" {
 		host = used
 	}
-	return finding.Environment{Host: host, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores, MemoryMB: e.MemoryBytes >> 20,
+	f := finding.Environment{Host: host, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores, MemoryMB: e.MemoryBytes >> 20,
 		Governor: e.Governor, Filesystem: e.Filesystem, LoadAvg: e.LoadAvg[0],
 		Extra: map[string]string{"thp": e.THP, "server": e.ServerVersion}}
+	if e.CPUs != nil { // the scenario's cpus: pinned the samples
+		f.Extra["cpus"] = fmt.Sprintf("server on %s, pgbisect and clients on %s", e.CPUs.Server, e.CPUs.Client)
+	}
+	return f
 }
 
 // machines lists the machines that measured the bisection's samples, when

@@ -272,6 +272,9 @@ type RunRequest struct {
 	Point        string `json:"point,omitempty"` // "": every point
 	ClientBin    string `json:"client_bin,omitempty"`
 	KeepClusters bool   `json:"keep_clusters,omitempty"`
+	// CPUs replaces the scenario's cpus: section: "server=LIST,client=LIST"
+	// or "off" (bench.ParseCPUSpec); "": the scenario's.
+	CPUs string `json:"cpus,omitempty"`
 }
 
 // Kind implements Request.

@@ -36,6 +36,9 @@ type RunMetricResult struct {
 	Better  string        `json:"better"`
 	Summary stats.Summary `json:"summary"`
 	Values  []float64     `json:"values"`
+	// Bimodal is set when the values form two separate groups (see
+	// stats.Bimodal): a noise that more samples do not average out.
+	Bimodal bool `json:"bimodal,omitempty"`
 }
 
 // Run measures one build (a revision, built or found in the cache, or an
@@ -54,6 +57,11 @@ func (a *App) Run(ctx context.Context, req RunRequest, sink Sink) (*RunResult, e
 	sc, err := bench.LoadFileWith(file, req.Set)
 	if err != nil {
 		return nil, err
+	}
+	if req.CPUs != "" {
+		if sc.CPUs, err = bench.ParseCPUSpec(req.CPUs); err != nil {
+			return nil, badRequest("--cpus: %v", err)
+		}
 	}
 	points, err := pointsOf(sc, req.Point)
 	if err != nil {
@@ -114,6 +122,7 @@ func (a *App) Run(ctx context.Context, req RunRequest, sink Sink) (*RunResult, e
 			}
 			pr.Metrics = append(pr.Metrics, RunMetricResult{
 				Name: m.Name, Unit: m.Unit, Better: better(m.Direction), Summary: stats.Summarize(xs), Values: xs,
+				Bimodal: stats.Bimodal(xs),
 			})
 		}
 		res.Points = append(res.Points, pr)

@@ -72,15 +72,34 @@ var demoSteps = []demoStep{
 	{"comment", "src/backend/nodes/list.c", "list.c: comment wording"},
 }
 
+// demoStepsSmall is demoSteps with small injected regressions (issue 28):
+// the same history and places, but ~20 extra instructions per row in
+// NextCopyFrom and one per digit in pg_strtoint32, each 1-3% of the
+// COPY's instructions instead of +90% and +60%. Their hashes differ from
+// demoSteps', so the two histories never share a culprit build.
+var demoStepsSmall = func() []demoStep {
+	steps := slices.Clone(demoSteps)
+	for i, s := range steps {
+		switch s.kind {
+		case "copy-regression":
+			steps[i] = demoStep{"small-copy-regression", s.path, "INJECTED SMALL REGRESSION (pgbisect demo): a little per-row work in NextCopyFrom"}
+		case "int-regression":
+			steps[i] = demoStep{"small-int-regression", s.path, "INJECTED SMALL REGRESSION (pgbisect demo): a little per-digit work in pg_strtoint32"}
+		}
+	}
+	return steps
+}()
+
 // demoHistory is a prepared demo repository and its truth.
 type demoHistory struct {
 	Dir      string   `json:"dir"`
-	Good     string   `json:"good"`     // the imported release
-	Bad      string   `json:"bad"`      // the last commit
-	Commits  []string `json:"commits"`  // every added commit, oldest first
-	Culprits []string `json:"culprits"` // the injected regressions, oldest first
-	Broken   string   `json:"broken"`   // the commit that does not build
-	Docs     []string `json:"docs"`     // commits that change nothing compiled
+	Good     string   `json:"good"`            // the imported release
+	Bad      string   `json:"bad"`             // the last commit
+	Commits  []string `json:"commits"`         // every added commit, oldest first
+	Culprits []string `json:"culprits"`        // the injected regressions, oldest first
+	Broken   string   `json:"broken"`          // the commit that does not build
+	Docs     []string `json:"docs"`            // commits that change nothing compiled
+	Small    bool     `json:"small,omitempty"` // the regressions are demoStepsSmall's
 }
 
 const (
@@ -111,6 +130,29 @@ const (
 		for (volatile int pgbisect_k = 0; pgbisect_k < 40; pgbisect_k++)
 			;
 `
+	demoCopySmall = `
+		/*
+		 * pgbisect demo: INJECTED SMALL REGRESSION. A little per-row work in
+		 * COPY FROM (~1-3% of its instructions).
+		 */
+		{
+			volatile uint32 pgbisect_demo_work = 0;
+
+			for (int pgbisect_i = 0; pgbisect_i < 20; pgbisect_i++)
+				pgbisect_demo_work += pgbisect_i;
+		}
+`
+	demoIntSmall = `
+		/*
+		 * pgbisect demo: INJECTED SMALL REGRESSION. A little per-digit work in
+		 * integer input (~1-3% of COPY's instructions).
+		 */
+		{
+			static volatile uint32 pgbisect_demo_digits;
+
+			pgbisect_demo_digits++;
+		}
+`
 	demoBreak = "\nstatic int pgbisect_demo_broken = ; /* pgbisect demo: does not compile */\n"
 )
 
@@ -127,9 +169,13 @@ func demoEdit(s demoStep, n int) func(old string) (string, error) {
 			return old + fmt.Sprintf("<!-- pgbisect demo: neutral documentation change %d -->\n", n), nil
 		case "regress":
 			return old + fmt.Sprintf("-- pgbisect demo: neutral test change %d\n", n), nil
-		case "copy-regression":
+		case "copy-regression", "small-copy-regression":
+			injected := demoCopyInjected
+			if s.kind == "small-copy-regression" {
+				injected = demoCopySmall
+			}
 			if strings.Contains(old, demoCopyWork) {
-				return strings.Replace(old, demoCopyWork, demoCopyWork+demoCopyInjected, 1), nil
+				return strings.Replace(old, demoCopyWork, demoCopyWork+injected, 1), nil
 			}
 			// PostgreSQL 18 reads the raw fields of text and CSV rows in
 			// CopyFromTextLikeOneRow, one level less indented.
@@ -137,16 +183,20 @@ func demoEdit(s demoStep, n int) func(old string) (string, error) {
 			if m == nil {
 				return "", fmt.Errorf("%s: the per-row read of the raw fields (NextCopyFrom, CopyFromTextLikeOneRow) not found", s.path)
 			}
-			injected := strings.ReplaceAll(demoCopyInjected, "\n\t\t", "\n\t")
+			injected = strings.ReplaceAll(injected, "\n\t\t", "\n\t")
 			return old[:m[1]] + injected + old[m[1]:], nil
-		case "int-regression":
+		case "int-regression", "small-int-regression":
+			injected := demoIntInjected
+			if s.kind == "small-int-regression" {
+				injected = demoIntSmall
+			}
 			i := strings.Index(old, "\npg_strtoint32(const char *s)")
 			j := strings.Index(old[max(i, 0):], demoIntDigit)
 			if i < 0 || j < 0 {
 				return "", fmt.Errorf("%s: pg_strtoint32's digit loop not found", s.path)
 			}
 			at := i + j + len(demoIntDigit)
-			return old[:at] + demoIntInjected + old[at:], nil
+			return old[:at] + injected + old[at:], nil
 		case "break":
 			return old + demoBreak, nil
 		case "fix":
@@ -162,10 +212,18 @@ func demoEdit(s demoStep, n int) func(old string) (string, error) {
 // Commits are deterministic: the same tarball gives the same hashes, so
 // builds are shared with the tests and earlier demos.
 func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, error) {
+	return demoPrepareSteps(ctx, dir, shared, demoSteps)
+}
+
+// demoPrepareSteps is demoPrepare with the given history on top of the
+// release.
+func demoPrepareSteps(ctx context.Context, dir string, shared bool, steps []demoStep) (*demoHistory, error) {
 	meta := dir + ".json"
 	if data, err := os.ReadFile(meta); err == nil {
 		var h demoHistory
-		if json.Unmarshal(data, &h) == nil && h.Bad != "" {
+		// A repository of the other history (--small or not, same --repo)
+		// is made again.
+		if json.Unmarshal(data, &h) == nil && h.Bad != "" && h.Small == slices.Equal(steps, demoStepsSmall) {
 			if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
 				return &h, nil
 			}
@@ -189,7 +247,7 @@ func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, er
 	if err != nil {
 		return nil, fmt.Errorf("preparing the demo repository: %w", err)
 	}
-	h, err := demoCommits(dir, base, demoSteps)
+	h, err := demoCommits(dir, base, steps)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +262,7 @@ func demoPrepare(ctx context.Context, dir string, shared bool) (*demoHistory, er
 // base, one deterministic commit each, and returns the history and its
 // truth.
 func demoCommits(dir, base string, steps []demoStep) (*demoHistory, error) {
-	h := &demoHistory{Dir: dir, Good: base}
+	h := &demoHistory{Dir: dir, Good: base, Small: slices.Equal(steps, demoStepsSmall)}
 	for i, s := range steps {
 		hash, err := pgsrc.Commit(dir, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
 			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})
@@ -213,7 +271,7 @@ func demoCommits(dir, base string, steps []demoStep) (*demoHistory, error) {
 		}
 		h.Commits = append(h.Commits, hash)
 		switch s.kind {
-		case "copy-regression", "int-regression":
+		case "copy-regression", "int-regression", "small-copy-regression", "small-int-regression":
 			h.Culprits = append(h.Culprits, hash)
 		case "break":
 			h.Broken = hash
@@ -240,11 +298,12 @@ var demoMetrics = map[string]demoMetric{
 }
 
 func demoRun(ctx context.Context, env *Env) error {
-	fs := newFlags(env, "demo", "[--metric time|instructions] [--rows N] [--state DIR] [-s SCENARIO] [--json]")
+	fs := newFlags(env, "demo", "[--metric time|instructions] [--small] [--rows N] [--state DIR] [-s SCENARIO] [--json]")
 	scenario := fs.String("s", "", "scenario file (default configs/scenarios/copy-single.yaml, or copy-single-instructions.yaml with --metric instructions)")
 	metric := fs.String("metric", "time", "judge the COPY's elapsed `time` (copy_time) or the server's `instructions` (copy_instructions, counted by perf or valgrind)")
 	rows := fs.Int("rows", 0, "rows COPY loads per sample (default 300000 for time, 100000 for instructions)")
-	minEffect := fs.Float64("min-effect", 0.10, "smallest change worth a culprit, as a fraction")
+	small := fs.Bool("small", false, "inject two small regressions (1-3% of the COPY's instructions) instead of two large ones,\ninto their own repository (DIR/demo/postgresql-15-demo-small.git)")
+	minEffect := fs.Float64("min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.10, or 0.01 with --small)")
 	maxSamples := fs.Int("max-samples", 30, "sample budget per side of one comparison")
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
 	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
@@ -267,6 +326,16 @@ func demoRun(ctx context.Context, env *Env) error {
 	if *rows == 0 {
 		*rows = demo.rows
 	}
+	steps, name, sizes := demoSteps, "postgresql-15-demo.git", "regressions"
+	if *small {
+		steps, name, sizes = demoStepsSmall, "postgresql-15-demo-small.git", "small regressions (1-3%)"
+	}
+	if *minEffect == 0 {
+		*minEffect = 0.10
+		if *small {
+			*minEffect = 0.01
+		}
+	}
 	if _, err := os.Stat(*scenario); errors.Is(err, os.ErrNotExist) {
 		return usageError("scenario %s not found: run the demo from the pgbisect source directory, or give -s", *scenario)
 	}
@@ -278,15 +347,15 @@ func demoRun(ctx context.Context, env *Env) error {
 		cfg.StateDir = *stateDir
 	}
 	if *repoDir == "" {
-		*repoDir = filepath.Join(cfg.StateDir, "demo", "postgresql-15-demo.git")
+		*repoDir = filepath.Join(cfg.StateDir, "demo", name)
 	}
-	fmt.Fprintf(env.Stderr, "preparing the demo repository %s (%d commits on Debian's PostgreSQL 15 source)\n", *repoDir, len(demoSteps))
-	h, err := demoPrepare(ctx, *repoDir, *shared)
+	fmt.Fprintf(env.Stderr, "preparing the demo repository %s (%d commits on Debian's PostgreSQL 15 source)\n", *repoDir, len(steps))
+	h, err := demoPrepareSteps(ctx, *repoDir, *shared, steps)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "injected regressions: %s (COPY FROM per-row work), %s (pg_strtoint32 per-digit work); %s does not build\n",
-		short(h.Culprits[0]), short(h.Culprits[1]), short(h.Broken))
+	fmt.Fprintf(env.Stderr, "injected %s: %s (COPY FROM per-row work), %s (pg_strtoint32 per-digit work); %s does not build\n",
+		sizes, short(h.Culprits[0]), short(h.Culprits[1]), short(h.Broken))
 	cfg.Repo = h.Dir
 	p := newBisectProgress(terminalOf(env.Stderr), *verbose, filepath.Join(cfg.StateDir, "logs"))
 	if l := p.logger(); l != nil {

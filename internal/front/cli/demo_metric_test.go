@@ -21,7 +21,7 @@ func TestDemoMetric(t *testing.T) {
 	}
 	for name, want := range map[string]string{"time": "elapsed", "instructions": "instructions"} {
 		d := demoMetrics[name]
-		sc, err := bench.LoadFile(filepath.Join("../..", d.scenario))
+		sc, err := bench.LoadFile(filepath.Join("../../..", d.scenario))
 		if err != nil {
 			t.Fatalf("--metric %s: %v", name, err)
 		}

@@ -34,6 +34,7 @@ func runRun(ctx context.Context, env *Env) error {
 	fs.Var(sets, "set", "set a scenario variable: `var=value` (repeatable; a matrix variable takes a comma list)")
 	flags := addCommonFlags(fs)
 	clientBin := fs.String("client-bin", "", "directory of the pgbench to use (default bench.client_bin, else the build's)")
+	cpus := fs.String("cpus", "", "pin the server and the clients: `server=LIST,client=LIST` (e.g. server=1,client=0), or off;\ndefault: the scenario's cpus: section")
 	keep := fs.Bool("keep-clusters", false, "keep cluster directories for debugging")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -51,7 +52,7 @@ func runRun(ctx context.Context, env *Env) error {
 	}
 	defer a.Close()
 	req := app.RunRequest{Scenario: *scenario, Set: sets, BinDir: *binDir, Samples: *samples, Point: *point,
-		ClientBin: *clientBin, KeepClusters: *keep}
+		ClientBin: *clientBin, KeepClusters: *keep, CPUs: *cpus}
 	if len(pos) == 1 {
 		req.Rev = pos[0]
 	}
@@ -91,6 +92,17 @@ func runPrintTable(w io.Writer, res runResult) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range res.Points {
+		for _, m := range p.Metrics {
+			if m.Bimodal {
+				at := ""
+				if p.Point != "" {
+					at = " at " + p.Point
+				}
+				fmt.Fprintf(w, "%s%s looks bimodal: its values form two separate groups\n", m.Name, at)
+			}
+		}
 	}
 	if len(res.Points) > 0 && len(res.Points[0].Samples) > 0 {
 		e := res.Points[0].Samples[0].Env

@@ -44,6 +44,8 @@ func TestRunUsage(t *testing.T) {
 			`copy-single.yaml: --set rwos: the scenario has no variable "rwos" (did you mean "rows"?)`},
 		{[]string{"-s", runScenario, "--bindir", "/x", "--point", "clients=1", "--state", state}, 2,
 			`scenario copy-single has no point "clients=1"`},
+		{[]string{"-s", runScenario, "--bindir", "/x", "--cpus", "server=1", "--state", state}, 2,
+			`--cpus: cpus "server=1": give both server= and client= (e.g. server=1,client=0), or off`},
 		{[]string{"-s", runScenario, "--bindir", "/nonexistent/bin", "--state", state}, 1,
 			"/nonexistent/bin has no initdb: give the bin directory of a PostgreSQL installation"},
 	} {
