@@ -586,10 +586,11 @@ func (l *lab) night(n, nights int) {
 		l.command(n, "alice", "@pgbisect cancel "+l.jobOf(th), "answered", true)
 	}
 	if n == 4 && kill {
-		// On night 4 a bisection of the regression's range is asked in a
-		// comment: its culprit's open issue must get a comment, not a
-		// second issue. Its machine is killed part way.
-		l.command(n, "alice", fmt.Sprintf("@pgbisect bisect %s --good %s --bad %s --metric %s", scenario, l.heads[2][:10], l.heads[3][:10], metric), "queued", false)
+		// On night 4 a bisection up to the regression is asked in a
+		// comment (not night 3's range: that would be night 3's
+		// bisection, answered at once): its culprit's open issue must get
+		// a comment, not a second issue. Its machine is killed part way.
+		l.command(n, "alice", fmt.Sprintf("@pgbisect bisect %s --good %s --bad %s --metric %s", scenario, l.heads[2][:10], l.culprit[:10], metric), "queued", false)
 	}
 	if kill {
 		l.killMidBisection(n, began)
