@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/internal/base/proc/proctest"
@@ -586,11 +585,13 @@ func (l *lab) night(n, nights int) {
 		l.command(n, "alice", "@pgbisect cancel "+l.jobOf(th), "answered", true)
 	}
 	if n == 4 && kill {
-		// On night 4 a bisection up to the regression is asked in a
-		// comment (not night 3's range: that would be night 3's
+		// On night 4 a bisection from night 1 up to the regression is
+		// asked in a comment (not night 3's range: that would be night 3's
 		// bisection, answered at once): its culprit's open issue must get
 		// a comment, not a second issue. Its machine is killed part way.
-		l.command(n, "alice", fmt.Sprintf("@pgbisect bisect %s --good %s --bad %s --metric %s", scenario, l.heads[2][:10], l.culprit[:10], metric), "queued", false)
+		// Without profiles it searches its four commits step by step.
+		l.command(n, "alice", fmt.Sprintf("@pgbisect bisect %s --good %s --bad %s --metric %s --profile-guided=false --profile-runs 0",
+			scenario, l.heads[1][:10], l.culprit[:10], metric), "queued", false)
 	}
 	if kill {
 		l.killMidBisection(n, began)
@@ -642,12 +643,12 @@ func (l *lab) prPatch() int {
 	return number
 }
 
-// killMidBisection waits for a bisection begun this night to be part way
-// through its search, and kills the daemon running it with SIGKILL.
+// killMidBisection waits for a bisection begun this night to have taken
+// a few samples, and kills the daemon running it with SIGKILL.
 func (l *lab) killMidBisection(n int, began time.Time) {
 	t := l.t
 	var id string
-	proctest.WaitUntil(t, 20*time.Minute, fmt.Sprintf("night %d: a bisection part way through its search", n), func() bool {
+	proctest.WaitUntil(t, 20*time.Minute, fmt.Sprintf("night %d: a bisection part way", n), func() bool {
 		infos, err := l.results.Bisections(l.ctx)
 		if err != nil {
 			return false
@@ -657,7 +658,7 @@ func (l *lab) killMidBisection(n int, began time.Time) {
 				continue
 			}
 			st, err := l.results.LoadBisection(l.ctx, in.ID)
-			if err == nil && !st.Done() && st.Phase == bisect.PhaseSearch && len(st.Pairs) > 1 && st.SamplesTaken >= st.Pairs[1].From+2 {
+			if err == nil && !st.Done() && st.SamplesTaken >= 4 {
 				id = in.ID
 				return true
 			}
