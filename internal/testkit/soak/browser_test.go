@@ -30,11 +30,13 @@ func chromium(t testing.TB) string {
 }
 
 // checkDashboard opens the series page of the nightly metric in headless
-// Chromium, as a user would: the culprit is listed (and the change point,
-// once three nights stand on each side of it); then it opens the
-// culprit's bisection and leaves it, and reads serve's /metrics until no
-// event stream is open.
-func (l *lab) checkDashboard(nights int) []string {
+// Chromium, as a user would: the culprit is listed; then it opens the
+// killed bisection's page and leaves it, and reads serve's /metrics until
+// no event stream is open. (The change-point table is not checked: with
+// the regression on night 3 only two nights precede it, and the
+// change-point detection does not flag a shift with two nights on one
+// side at its p ≤ 0.001; docs/soak.md.)
+func (l *lab) checkDashboard() []string {
 	var p []string
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(l.t)), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(l.t.TempDir()))
@@ -57,13 +59,6 @@ func (l *lab) checkDashboard(nights int) []string {
 	}
 	if !strings.Contains(culprits, l.culprit[:7]) {
 		p = append(p, fmt.Sprintf("the series page's culprits do not name %s: %q", l.culprit[:10], culprits))
-	}
-	if nights >= regression+3 {
-		if changes, err := chromedp.Run(ctx, chromedp.Text(css("#changes"))); err != nil {
-			p = append(p, fmt.Sprintf("the series page shows no change point after %d nights: %v", nights, err))
-		} else if !strings.Contains(changes, l.heads[regression][:7]) {
-			p = append(p, fmt.Sprintf("the series page's change points do not start at night %d's %s: %q", regression, l.heads[regression][:10], changes))
-		}
 	}
 	// A bisection's page follows its events while open; leaving it must
 	// end the stream.
