@@ -531,14 +531,10 @@ func (l *lab) jobOf(th *thread) string {
 
 // answered reports whether a thread has every answer it must have.
 func (th *thread) answered(bodies []string) bool {
-	switch th.want {
-	case "queued":
+	if th.want == "queued" {
 		return slices.ContainsFunc(bodies, func(b string) bool { return strings.HasPrefix(b, "<!-- pgbisect:result ") })
-	case "cancelled":
-		return len(bodies) >= 1
-	default:
-		return len(bodies) >= 1
 	}
+	return len(bodies) >= 1
 }
 
 // night runs night n: its pushes, its commands and faults, then waits for
