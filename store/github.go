@@ -131,6 +131,16 @@ func (s *Store) SeenDelivery(ctx context.Context, id string) (bool, error) {
 	return tag.RowsAffected() == 0, nil
 }
 
+// ForgetDelivery removes a delivery recorded by SeenDelivery, so that its
+// redelivery is acted on: the webhook forgets a delivery it could not act
+// on (GitHub or the store unavailable).
+func (s *Store) ForgetDelivery(ctx context.Context, id string) error {
+	if _, err := s.db.Exec(ctx, "DELETE FROM github_deliveries WHERE delivery_id = $1", id); err != nil {
+		return fmt.Errorf("forgetting webhook delivery %s: %w", id, err)
+	}
+	return nil
+}
+
 // SetReply records the bot's reply to a command (its comment ID and body),
 // the comment whose milestones OpenAnswers' caller edits.
 func (s *Store) SetReply(ctx context.Context, commentID int64, lineNo int, replyID int64, body string) error {

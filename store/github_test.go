@@ -74,6 +74,12 @@ func TestGitHubIntakeRecords(t *testing.T) {
 	if seen, err := s.SeenDelivery(ctx, "d-1"); !seen || err != nil {
 		t.Errorf("replayed delivery: %v %v", seen, err)
 	}
+	if err := s.ForgetDelivery(ctx, "d-1"); err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := s.SeenDelivery(ctx, "d-1"); seen || err != nil {
+		t.Errorf("delivery redelivered after it was forgotten: %v %v", seen, err)
+	}
 }
 
 func TestGitHubAnswerProgress(t *testing.T) {

@@ -82,6 +82,22 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 	return nil
 }
 
+// HandBackLease ends l when it is still the job's latest epoch (it expired
+// unrenewed, the database unreachable for longer than the TTL, and no
+// machine took the job over): the epoch is bumped, so l's writes are
+// refused from now on, and the lease is left expired now with no machine,
+// for the next worker (the reaper leaves a lease that ended less than 10
+// seconds ago alone, while the holder's row is rescheduled). It reports
+// false when another machine has taken or fenced the job meanwhile.
+func (s *Store) HandBackLease(ctx context.Context, l Lease) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE job_leases SET epoch = epoch + 1, machine = '', expires_at = now()
+		WHERE job_id = $1 AND epoch = $2`, l.JobID, l.Epoch)
+	if err != nil {
+		return false, fmt.Errorf("handing back the lease of job %s: %w", l.JobID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // CheckLease is the fence: inside tx, before a job's write, it checks that
 // l still holds the job and keeps the lease row locked (FOR SHARE) until
 // tx ends, so no takeover can commit between the check and the write.

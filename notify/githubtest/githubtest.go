@@ -68,8 +68,12 @@ type Hub struct {
 	// BodiesSeen are the raw JSON bodies of the requests that had one.
 	BodiesSeen []string
 	fail       map[string][]func(http.ResponseWriter)
-	calls      []string
-	deleted    map[int64]bool
+	// Outaged counts the requests answered by an outage (FailUntil).
+	Outaged     int
+	outage      func(http.ResponseWriter)
+	outageUntil time.Time
+	calls       []string
+	deleted     map[int64]bool
 }
 
 // Issue is an issue (or pull request) on the fake. Comments are filled by
@@ -113,6 +117,11 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	if got := r.Header.Get("Authorization"); got != "Bearer "+h.token {
 		h.t.Errorf("%s: Authorization %q, want the bearer token", key, got)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
+		return
+	}
+	if h.outage != nil && time.Now().Before(h.outageUntil) {
+		h.Outaged++
+		h.outage(w)
 		return
 	}
 	if q := h.fail[key]; len(q) > 0 {
@@ -370,6 +379,15 @@ func (h *Hub) FailNext(method, path string, f func(http.ResponseWriter)) {
 	defer h.mu.Unlock()
 	k := method + " " + RepoPath + path
 	h.fail[k] = append(h.fail[k], f)
+}
+
+// FailUntil answers every request with f until the time until: an outage
+// (Status(502, ...)) or a stretch of rate limiting (RateLimited(until)).
+// Requests answered so are counted in Outaged.
+func (h *Hub) FailUntil(until time.Time, f func(http.ResponseWriter)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.outage, h.outageUntil = f, until
 }
 
 // TakeCalls returns the requests made since the last call ("METHOD path").

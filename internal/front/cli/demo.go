@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -102,108 +101,15 @@ type demoHistory struct {
 	Small    bool     `json:"small,omitempty"` // the regressions are demoStepsSmall's
 }
 
+// The demo's edits are pgsrc's (pgsrc.DemoEdit), shared with the soak run.
 const (
-	demoCopyWork = `		/* read raw fields in the next line */
-		if (!NextCopyFromRawFields(cstate, &field_strings, &fldct))
-			return false;
-`
-	demoCopyInjected = `
-		/*
-		 * pgbisect demo: INJECTED REGRESSION. Extra per-row work in COPY FROM,
-		 * standing in for the per-row palloc() of 9f8377f7a27 in the PG16
-		 * COPY thread.
-		 */
-		{
-			volatile uint32 pgbisect_demo_work = 0;
-
-			for (int pgbisect_i = 0; pgbisect_i < 1000; pgbisect_i++)
-				pgbisect_demo_work += pgbisect_i;
-		}
-`
-	demoIntDigit    = "\t\tint8\t\tdigit = (*ptr++ - '0');\n"
-	demoIntInjected = `
-		/*
-		 * pgbisect demo: INJECTED REGRESSION. Extra per-digit work in integer
-		 * input, standing in for faff8f8e47f/6fcda9aba83 in the PG16 COPY
-		 * thread.
-		 */
-		for (volatile int pgbisect_k = 0; pgbisect_k < 40; pgbisect_k++)
-			;
-`
-	demoCopySmall = `
-		/*
-		 * pgbisect demo: INJECTED SMALL REGRESSION. A little per-row work in
-		 * COPY FROM (~1-3% of its instructions).
-		 */
-		{
-			volatile uint32 pgbisect_demo_work = 0;
-
-			for (int pgbisect_i = 0; pgbisect_i < 20; pgbisect_i++)
-				pgbisect_demo_work += pgbisect_i;
-		}
-`
-	demoIntSmall = `
-		/*
-		 * pgbisect demo: INJECTED SMALL REGRESSION. A little per-digit work in
-		 * integer input (~1-3% of COPY's instructions).
-		 */
-		{
-			static volatile uint32 pgbisect_demo_digits;
-
-			pgbisect_demo_digits++;
-		}
-`
-	demoBreak = "\nstatic int pgbisect_demo_broken = ; /* pgbisect demo: does not compile */\n"
+	demoCopyWork     = pgsrc.DemoCopyWork
+	demoCopyInjected = pgsrc.DemoCopyInjected
 )
-
-// demoCopyWork18 is demoCopyWork in PostgreSQL 18's copyfromparse.c.
-var demoCopyWork18 = regexp.MustCompile(`\n\t/\* read raw fields in the next line \*/\n\tif \(!NextCopyFromRawFields[A-Za-z]*\(cstate, &field_strings, &fldct[^)]*\)\)\n\t\treturn false;\n`)
 
 // demoEdit returns the edit of one step.
 func demoEdit(s demoStep, n int) func(old string) (string, error) {
-	return func(old string) (string, error) {
-		switch s.kind {
-		case "comment":
-			return old + fmt.Sprintf("\n/* pgbisect demo: neutral change %d, a comment only. */\n", n), nil
-		case "doc":
-			return old + fmt.Sprintf("<!-- pgbisect demo: neutral documentation change %d -->\n", n), nil
-		case "regress":
-			return old + fmt.Sprintf("-- pgbisect demo: neutral test change %d\n", n), nil
-		case "copy-regression", "small-copy-regression":
-			injected := demoCopyInjected
-			if s.kind == "small-copy-regression" {
-				injected = demoCopySmall
-			}
-			if strings.Contains(old, demoCopyWork) {
-				return strings.Replace(old, demoCopyWork, demoCopyWork+injected, 1), nil
-			}
-			// PostgreSQL 18 reads the raw fields of text and CSV rows in
-			// CopyFromTextLikeOneRow, one level less indented.
-			m := demoCopyWork18.FindStringIndex(old)
-			if m == nil {
-				return "", fmt.Errorf("%s: the per-row read of the raw fields (NextCopyFrom, CopyFromTextLikeOneRow) not found", s.path)
-			}
-			injected = strings.ReplaceAll(injected, "\n\t\t", "\n\t")
-			return old[:m[1]] + injected + old[m[1]:], nil
-		case "int-regression", "small-int-regression":
-			injected := demoIntInjected
-			if s.kind == "small-int-regression" {
-				injected = demoIntSmall
-			}
-			i := strings.Index(old, "\npg_strtoint32(const char *s)")
-			j := strings.Index(old[max(i, 0):], demoIntDigit)
-			if i < 0 || j < 0 {
-				return "", fmt.Errorf("%s: pg_strtoint32's digit loop not found", s.path)
-			}
-			at := i + j + len(demoIntDigit)
-			return old[:at] + injected + old[at:], nil
-		case "break":
-			return old + demoBreak, nil
-		case "fix":
-			return strings.Replace(old, demoBreak, "\n/* pgbisect demo: the build is fixed. */\n", 1), nil
-		}
-		return "", fmt.Errorf("unknown demo step kind %q", s.kind)
-	}
+	return pgsrc.DemoEdit(s.kind, s.path, n)
 }
 
 // demoPrepare creates the demo repository at dir, or reuses it when it was

@@ -135,7 +135,14 @@ func (d *Dispatcher) Webhook(secret []byte) http.Handler {
 		}
 		for _, m := range ms {
 			if _, err := d.Handle(r.Context(), m); err != nil {
-				// GitHub redelivers on request; polling picks it up too.
+				// GitHub redelivers on request (with the same delivery
+				// ID, so it is forgotten: the commands acted on are
+				// recorded by comment and line); polling picks it up too.
+				if delivery != "" {
+					if err := d.o.Store.ForgetDelivery(context.WithoutCancel(r.Context()), delivery); err != nil {
+						d.o.Log.Warn("a failed delivery's redelivery will be ignored", slog.String("delivery", delivery), slog.String("err", err.Error()))
+					}
+				}
 				http.Error(w, "could not act on the command: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}

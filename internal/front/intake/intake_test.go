@@ -183,6 +183,48 @@ func TestCommandsFromComments(t *testing.T) {
 	}
 }
 
+// TestFailedDeliveryRedelivered: a webhook delivery that cannot be acted on
+// (GitHub down while the author's permission is checked) is answered 503
+// and not remembered, so GitHub's redelivery (the same delivery ID) queues
+// the job, once. Found by the soak run (issue 33), where the redelivery was
+// taken for a replay and only polling saved the command.
+func TestFailedDeliveryRedelivered(t *testing.T) {
+	f := newFixture(t)
+	d := f.dispatcher(t)
+	secret := []byte("hook-secret")
+	body, _ := json.Marshal(map[string]any{"action": "created", "repository": map[string]any{"full_name": "pg/bot"},
+		"issue": map[string]any{"number": 42}, "comment": map[string]any{"id": 301, "user": map[string]any{"login": "andres"},
+			"body": "@pgbisect bisect copy-single --good A --bad B", "updated_at": "2026-11-30T09:00:00Z"}})
+	deliver := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-GitHub-Event", "issue_comment")
+		r.Header.Set("X-GitHub-Delivery", "delivery-9")
+		mac := hmac.New(sha256.New, secret)
+		mac.Write(body)
+		r.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		w := httptest.NewRecorder()
+		d.Webhook(secret).ServeHTTP(w, r)
+		return w
+	}
+	if _, err := d.Poll(context.Background()); err != nil { // the bot learns its login
+		t.Fatal(err)
+	}
+	f.hub.FailUntil(time.Now().Add(time.Hour), githubtest.Status(http.StatusBadGateway, "Server Error"))
+	if w := deliver(); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("delivery while GitHub is down: %d %s, want 503", w.Code, w.Body)
+	}
+	f.hub.FailUntil(time.Time{}, nil)
+	for range 2 {
+		if w := deliver(); w.Code != http.StatusOK {
+			t.Errorf("redelivery: %d %s", w.Code, w.Body)
+		}
+	}
+	if len(f.queued) != 1 || len(f.hub.Replies) != 1 {
+		t.Errorf("after a failed delivery and two redeliveries: jobs %v, %d replies; want one of each:\n%s", f.queued, len(f.hub.Replies), f.replies())
+	}
+}
+
 func TestRateLimitPerUser(t *testing.T) {
 	f := newFixture(t)
 	f.hub.Permissions["tomas"] = "admin"

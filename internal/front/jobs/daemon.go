@@ -310,6 +310,16 @@ func (d *Daemon) leased(ctx context.Context, kind string, id int64, c Common, fn
 	lost := context.Cause(jctx)
 	switch {
 	case lost != nil && errors.Is(lost, store.ErrLeaseLost) || errors.Is(err, store.ErrLeaseLost):
+		// The lease expired unrenewed (the store was away for longer
+		// than the TTL) and nobody took the job: this row goes back to
+		// the queue, as on a shutdown. Cancelled, it would be lost: the
+		// reaper moves only running rows.
+		if ok, herr := st.HandBackLease(context.WithoutCancel(ctx), l); herr == nil && ok {
+			log.Warn("job", append(attrs, slog.String("result", "lease expired, handed back"), slog.Any("err", lost))...)
+			return river.JobSnooze(time.Second)
+		} else if herr != nil {
+			log.Warn("job", slog.String("handing back the lease", herr.Error()))
+		}
 		// Another machine has (or will have) the job: this row ends
 		// cancelled, and the lease is not ours to release.
 		log.Warn("job", append(attrs, slog.String("result", "lease lost"), slog.Any("err", lost))...)

@@ -315,3 +315,33 @@ func TestDuplicateMachineRefused(t *testing.T) {
 	proctest.WaitUntil(t, time.Minute, "a restarted dup-1 started", func() bool { return strings.Contains(c.Output(), "daemon started") })
 	c.Stop(t)
 }
+
+// TestLeaseExpiredUnrenewedHandedBack: a worker's lease expires unrenewed,
+// as when the results store is away for longer than the TTL, and no other
+// machine takes the job. The worker hands the job back to the queue
+// (snoozed) and runs it again to the end: it is not cancelled, which lost
+// it (the reaper moves only running rows). Found by the soak run (issue
+// 33), where a compare job ended cancelled after a store restart.
+func TestLeaseExpiredUnrenewedHandedBack(t *testing.T) {
+	st := storetest.Store(t)
+	const id, n = "sim-expire", 10
+	key := queueSim(t, st, id, "expire", n)
+	a := startChild(t, st, "expire-a", "expire")
+	proctest.WaitUntil(t, time.Minute, "expire-a takes the job", func() bool { return leaseHolder(t, st, key) == "expire-a" })
+	proctest.WaitUntil(t, time.Minute, "2 samples", func() bool { return len(simSamples(t, st, id)) >= 2 })
+	if _, err := st.Pool().Exec(context.Background(), "UPDATE job_leases SET expires_at = now() - interval '1 second' WHERE job_id = $1", key); err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitUntil(t, 2*time.Minute, "the job completed", func() bool {
+		states, _ := jobRows(t, st, key)
+		return len(states) > 0 && states[len(states)-1] == "completed"
+	}, a)
+	if states, _ := jobRows(t, st, key); !slices.Equal(states, []string{"completed"}) {
+		t.Errorf("rows %v, want the one row completed", states)
+	}
+	if !strings.Contains(a.Output(), "lease expired, handed back") {
+		t.Errorf("expire-a does not say it handed the job back:\n%s", a.Tail(20))
+	}
+	checkSamples(t, simSamples(t, st, id), n)
+	a.Stop(t)
+}

@@ -175,7 +175,9 @@ func New(st Store, cfg Config) (*Server, error) {
 	}
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(newCollector(st, s.log), collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgbisect_event_streams",
+			Help: "Event streams (/events/{job}) this server holds open."}, func() float64 { return float64(s.streams.Load()) }))
 	s.routes()
 	return s, nil
 }

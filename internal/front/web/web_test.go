@@ -203,7 +203,7 @@ func TestAssetsAndMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %d", code)
 	}
 	for _, w := range []string{"pgbisect_store_up 1", `pgbisect_jobs{status="running"}`, "pgbisect_queue_depth",
-		`pgbisect_builds{status="ok"}`, "pgbisect_samples", "pgbisect_findings_pending", "pgbisect_last_nightly_timestamp_seconds"} {
+		`pgbisect_builds{status="ok"}`, "pgbisect_samples", "pgbisect_findings_pending", "pgbisect_last_nightly_timestamp_seconds", "pgbisect_event_streams 0"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("/metrics has no %q", w)
 		}
