@@ -32,7 +32,7 @@ import (
 
 var (
 	flagNights = flag.Int("soak.nights", 3, "nights of the soak run (3: the CI version; 7 or more: the long run of docs/soak.md)")
-	flagOut    = flag.String("soak.out", "", "also write the summary (a Markdown table per night and the checks) to `FILE`")
+	flagOut    = flag.String("soak.out", "", "also write the summary (a Markdown table per night and the checks) to `FILE`, and memory.svg and store.svg (per night) beside it")
 	flagLogs   = flag.String("soak.logs", "", "write every process's output to `DIR` when the run ends")
 )
 
@@ -1013,7 +1013,8 @@ func (l *lab) checkFlat() []string {
 	return p
 }
 
-// summary prints (and with -soak.out writes) the table per night.
+// summary prints (and with -soak.out writes) the table per night; with
+// -soak.out it also draws memory.svg and store.svg beside the file.
 func (l *lab) summary(nights int, total time.Duration, held []string) {
 	var b strings.Builder
 	pushes, jobs := 0, 0
@@ -1076,5 +1077,10 @@ func (l *lab) summary(nights int, total time.Duration, held []string) {
 		if err := os.WriteFile(*flagOut, []byte(b.String()), 0o644); err != nil {
 			l.t.Error(err)
 		}
+		paths, err := writePlots(filepath.Dir(*flagOut), l.nightRow)
+		if err != nil {
+			l.t.Error(err)
+		}
+		l.t.Logf("plots: %v", paths)
 	}
 }
