@@ -9,7 +9,8 @@
 #   NIGHTS  default 7 (CI runs the 3-night version as part of the tests)
 #   OUTDIR  default a new /tmp/pgbisect-soak.XXXXXX: summary.md (the table
 #           per night, the faults, the comments and the checks that held),
-#           test.log, logs/ (every process's output)
+#           memory.svg and store.svg (each process's RSS and the store's
+#           size per night), test.log, logs/ (every process's output)
 # Needs what the end-to-end tests need (scripts/setup-debian.sh --tests),
 # as root; builds go to the shared test state ($PGBISECT_TEST_STATE,
 # default /var/cache/pgbisect/teststate).
