@@ -212,7 +212,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		label += " " + s.Point
 	}
 	// The scenario pointer, not its name: the same file loaded with other
-	// --set values needs clusters of its own.
+	// --set values needs clusters of its own. A kept cluster holds its
+	// scenario (cluster.scenario), so no other scenario can be allocated
+	// at that address while the key exists.
 	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s", sc, t.Name, t.BinDir, s.Point)
 	c := r.kept[key]
 	delete(r.kept, key) // put back only when the sample succeeds
@@ -227,6 +229,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 			}
 			r.uses++
 			c.lastUse = r.uses
+			c.scenario = sc
 			r.kept[key] = c
 			r.evict(ctx, sc)
 			return

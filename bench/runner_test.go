@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -593,3 +594,33 @@ func TestShippedScenariosTiny(t *testing.T) {
 
 // sleepBriefly paces a poll of /proc for a condition that has no signal.
 func sleepBriefly() { time.Sleep(5 * time.Millisecond) }
+
+// TestKeptClusterNotReusedAtSameAddress: the Runner keys a kept
+// ("restart") cluster by its scenario's address. Scenarios loaded one
+// after the other, each dropped after its sample, are often allocated
+// where the last one was once it is collected; each must still get its
+// own setup (CI's TestReleases once measured copy-single-instructions at
+// 2,000 rows on the cluster copy-single had set up with 20,000).
+func TestKeptClusterNotReusedAtSameAddress(t *testing.T) {
+	requireDebian15(t)
+	r, _ := newTestRunner(t)
+	defer r.Close(context.Background())
+	target := Target{Name: "pg15", BinDir: debianBin}
+	const src = "lifecycle: restart\nvariables: {n: 1}\nsetup:\n  - name: t\n    sql: CREATE TABLE t AS SELECT g FROM generate_series(1, {{.n}}) g\n" +
+		"workload:\n  - name: q\n    sql: SELECT g FROM t\nmetrics:\n  - {name: rows, step: q, value: rows}\n"
+	for i := 1; i <= 6; i++ {
+		sc, err := Load([]byte(src), "kept.yaml", map[string]string{"n": strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Run(context.Background(), sc, target, sc.Points()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Values["rows"] != float64(i) {
+			t.Fatalf("scenario %d measured %v rows: it ran on another scenario's kept cluster", i, s.Values["rows"])
+		}
+		runtime.GC()
+		runtime.GC()
+	}
+}
