@@ -192,14 +192,19 @@ func TestFailedDeliveryRedelivered(t *testing.T) {
 	f := newFixture(t)
 	d := f.dispatcher(t)
 	secret := []byte("hook-secret")
+	// The package's tests share one store: a comment and a delivery of
+	// this run's own (TestFollow answers comment 301; -count=N reruns),
+	// written now.
+	now := time.Now().UTC()
+	delivery := fmt.Sprintf("redelivered-%d", now.UnixNano())
 	body, _ := json.Marshal(map[string]any{"action": "created", "repository": map[string]any{"full_name": "pg/bot"},
-		"issue": map[string]any{"number": 42}, "comment": map[string]any{"id": 301, "user": map[string]any{"login": "andres"},
-			"body": "@pgbisect bisect copy-single --good A --bad B", "updated_at": "2026-11-30T09:00:00Z"}})
+		"issue": map[string]any{"number": 42}, "comment": map[string]any{"id": 3_000_000 + now.UnixNano()%1_000_000, "user": map[string]any{"login": "andres"},
+			"body": "@pgbisect bisect copy-single --good A --bad B", "updated_at": now.Format(time.RFC3339)}})
 	deliver := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("X-GitHub-Event", "issue_comment")
-		r.Header.Set("X-GitHub-Delivery", "delivery-9")
+		r.Header.Set("X-GitHub-Delivery", delivery)
 		mac := hmac.New(sha256.New, secret)
 		mac.Write(body)
 		r.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
