@@ -134,6 +134,7 @@ func plan(nights int) [][]push {
 
 // lab is the running service and what the run has seen of it.
 type lab struct {
+	notJudged []string // checks a run this short cannot make, with why
 	t       *testing.T
 	ctx     context.Context
 	work    string
@@ -748,7 +749,7 @@ func (l *lab) finish(nights int, total time.Duration) {
 		check(fmt.Sprintf("resident memory of the daemons and serve on the last night within 10%% of their highest of nights 2-%d, open descriptors flat", flatFrom(nights)), l.checkFlat())
 	} else {
 		// Not a pass: the summary says it was not judged and why.
-		held = append(held, fmt.Sprintf("memory and descriptors NOT judged: %d nights cannot tell a leak from the step a daemon's first bisection makes (CI's 3-night run: the daemon that takes night 3's bisection over grew 8%%, 8%% and 21%% on that night); a run of %d nights or more judges them", nights, flatNights))
+		l.notJudged = append(l.notJudged, fmt.Sprintf("memory and descriptors: %d nights cannot tell a leak from the step a daemon's first bisection makes (CI's 3-night run: the daemon that takes night 3's bisection over grew 8%%, 8%% and 21%% on that night); a run of %d nights or more judges them", nights, flatNights))
 	}
 	l.summary(nights, total, held)
 }
@@ -1079,6 +1080,12 @@ func (l *lab) summary(nights int, total time.Duration, held []string) {
 	b.WriteString("\nheld:\n")
 	for _, h := range held {
 		fmt.Fprintf(&b, "- %s\n", h)
+	}
+	if len(l.notJudged) > 0 {
+		b.WriteString("\nnot judged:\n")
+		for _, h := range l.notJudged {
+			fmt.Fprintf(&b, "- %s\n", h)
+		}
 	}
 	if l.t.Failed() {
 		b.WriteString("\nFAILED: see the test's errors\n")
