@@ -135,16 +135,16 @@ func plan(nights int) [][]push {
 // lab is the running service and what the run has seen of it.
 type lab struct {
 	notJudged []string // checks a run this short cannot make, with why
-	t       *testing.T
-	ctx     context.Context
-	work    string
-	bin     string
-	config  string
-	store   string // the store's state directory
-	url     string // the results database
-	hub     *githubtest.Hub
-	results *store.Store
-	webAddr string
+	t         *testing.T
+	ctx       context.Context
+	work      string
+	bin       string
+	config    string
+	store     string // the store's state directory
+	url       string // the results database
+	hub       *githubtest.Hub
+	results   *store.Store
+	webAddr   string
 
 	mu      sync.Mutex
 	daemons map[string]*proctest.Proc
