@@ -110,6 +110,66 @@ func TestNightlyJobUnique(t *testing.T) {
 	}
 }
 
+// TestReapedNightlyStaysOnePerTick: a nightly row whose machine died is
+// moved to a continuation row, and a new leader's catch-up insert of the
+// same tick finds the continuation instead of queueing the tick again (CI's
+// soak run once ran a tick twice after its machine was killed).
+func TestReapedNightlyStaysOnePerTick(t *testing.T) {
+	st := storetest.Store(t)
+	q, err := NewQueue(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ev, _ := nightly.ParseSchedule("@every 1h", "UTC")
+	now := time.Date(2026, 3, 11, 13, 17, 0, 0, time.UTC)
+	args, opts := NightlyJob(Aligned(ev), "reaped", now, app.NightlyRequest{Wait: true})
+	first, err := q.client.Insert(ctx, args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1,
+		attempted_at = now() - interval '1 hour', attempted_by = '{dead-machine}' WHERE id = $1`, first.Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := Reap(ctx, st, q.client, time.Second)
+	if err != nil || moved != 1 {
+		t.Fatalf("Reap = %d, %v; want 1 job moved", moved, err)
+	}
+	var cont int64
+	if err := st.Pool().QueryRow(ctx, `SELECT max(id) FROM river_job WHERE args->>'key' = $1`,
+		args.(Args[app.NightlyRequest]).Key).Scan(&cont); err != nil || cont == first.Job.ID {
+		t.Fatalf("no continuation row (%d, %v)", cont, err)
+	}
+	again, err := q.client.Insert(ctx, args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Job.ID != cont || !again.UniqueSkippedAsDuplicate {
+		t.Errorf("the tick inserted again after the move: row %d (skipped %v), want the continuation %d",
+			again.Job.ID, again.UniqueSkippedAsDuplicate, cont)
+	}
+	// The continuation's machine dies too: the next move keeps the key.
+	if _, err := st.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1,
+		attempted_at = now() - interval '1 hour', attempted_by = '{dead-too}' WHERE id = $1`, cont); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE job_leases SET expires_at = now() - interval '1 minute' WHERE job_id = $1`,
+		args.(Args[app.NightlyRequest]).Key); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := Reap(ctx, st, q.client, time.Second); err != nil || moved != 1 {
+		t.Fatalf("second Reap = %d, %v; want 1 job moved", moved, err)
+	}
+	third, err := q.client.Insert(ctx, args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Job.ID <= cont || !third.UniqueSkippedAsDuplicate {
+		t.Errorf("after the second move the tick was queued again (row %d, skipped %v)", third.Job.ID, third.UniqueSkippedAsDuplicate)
+	}
+}
+
 // TestMoveLegacyJobs: jobs queued or running in the queue of a pgbisect
 // before River move into River once, with their requests, in order; done
 // ones stay where they are; a second move finds nothing.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/riverqueue/river"
 
 	"github.com/pgbisect/pgbisect/store"
@@ -25,7 +26,13 @@ import (
 //  2. the job's lease epoch is bumped (store.FenceOut), so from the commit
 //     on every write of the old worker fails its fence;
 //  3. a continuation row is inserted: the same kind, arguments and key,
-//     queued for the class.
+//     queued for the class. It takes over the old row's River unique key,
+//     so a job that is one per tick (the nightly) stays one: a new
+//     leader's catch-up insert of the same tick finds the continuation and
+//     is skipped, where it would find only the cancelled row (River's
+//     uniqueness leaves cancelled rows out) and run the tick again. If a
+//     live row of that unique key exists already, it is the tick's job and
+//     no continuation is queued.
 //
 // Why not River's own retry of the old row: River retries a row only after
 // its worker returns, and a dead worker never returns; its rescuer re-runs
@@ -43,9 +50,12 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 		attempt     int
 		maxAttempts int
 		attemptedBy string
+		uniqueKey   []byte
+		uniqueBits  pgtype.Bits
 	}
 	rows, err := st.Pool().Query(ctx, `
-		SELECT j.id, j.kind, j.queue, j.args->>'key', j.args, j.attempt, j.max_attempts, coalesce(j.attempted_by[cardinality(j.attempted_by)], '')
+		SELECT j.id, j.kind, j.queue, j.args->>'key', j.args, j.attempt, j.max_attempts, coalesce(j.attempted_by[cardinality(j.attempted_by)], ''),
+		       j.unique_key, j.unique_states
 		FROM river_job j
 		WHERE j.state = 'running' AND j.attempted_at < now() - $1 * interval '1 microsecond'
 		  AND coalesce(j.args->>'key', '') <> ''
@@ -57,7 +67,7 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 	}
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stale, error) {
 		var s stale
-		err := r.Scan(&s.id, &s.kind, &s.queue, &s.key, &s.args, &s.attempt, &s.maxAttempts, &s.attemptedBy)
+		err := r.Scan(&s.id, &s.kind, &s.queue, &s.key, &s.args, &s.attempt, &s.maxAttempts, &s.attemptedBy, &s.uniqueKey, &s.uniqueBits)
 		return s, err
 	})
 	if err != nil {
@@ -86,14 +96,38 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 				// Taken meanwhile by a live worker: leave everything.
 				return errRollback
 			}
+			if s.uniqueKey != nil {
+				var taken bool
+				err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
+					WHERE unique_key = $1 AND id <> $2 AND unique_states IS NOT NULL
+					  AND river_job_state_in_bitmask(unique_states, state))`, s.uniqueKey, s.id).Scan(&taken)
+				if err != nil {
+					return err
+				}
+				if taken {
+					// Another row does this tick's work already.
+					done = true
+					return nil
+				}
+			}
 			opts := insertOpts(s.kind, s.queue)
 			opts.Queue = s.queue
 			opts.UniqueOpts = river.UniqueOpts{} // a continuation repeats its tick's arguments on purpose
 			// Attempts left carry over: a job that kills every machine it
 			// runs on must not go round for ever.
 			opts.MaxAttempts = max(s.maxAttempts-s.attempt, 1)
-			if _, err := client.InsertTx(ctx, tx, rawArgs{kind: s.kind, json: s.args}, opts); err != nil {
+			res, err := client.InsertTx(ctx, tx, rawArgs{kind: s.kind, json: s.args}, opts)
+			if err != nil {
 				return fmt.Errorf("queueing the continuation of job %s: %w", s.key, err)
+			}
+			if s.uniqueKey != nil {
+				// River's own key cannot be recomputed from the stored
+				// arguments (jsonb reorders and respaces nested objects), so
+				// the old row's is carried over as it is.
+				if _, err := tx.Exec(ctx, `UPDATE river_job SET unique_key = $2, unique_states = $3 WHERE id = $1`,
+					res.Job.ID, s.uniqueKey, s.uniqueBits); err != nil {
+					return fmt.Errorf("keeping job %s one per tick: %w", s.key, err)
+				}
 			}
 			done = true
 			return nil
