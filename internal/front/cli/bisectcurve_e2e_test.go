@@ -42,7 +42,7 @@ func TestBisectCurveEndToEnd(t *testing.T) {
 		{"doc", "doc/src/sgml/ref/copy.sgml", "doc: mention FREEZE in COPY's notes"},
 	} {
 		h, err := pgsrc.Commit(repo, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
-			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})
+			map[string]func(string) (string, error){s.path: s.edit(i + 1)})
 		if err != nil {
 			t.Fatal(err)
 		}

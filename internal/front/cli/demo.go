@@ -101,14 +101,9 @@ type demoHistory struct {
 	Small    bool     `json:"small,omitempty"` // the regressions are demoStepsSmall's
 }
 
-// The demo's edits are pgsrc's (pgsrc.DemoEdit), shared with the soak run.
-const (
-	demoCopyWork     = pgsrc.DemoCopyWork
-	demoCopyInjected = pgsrc.DemoCopyInjected
-)
-
-// demoEdit returns the edit of one step.
-func demoEdit(s demoStep, n int) func(old string) (string, error) {
+// edit is the change of the step, the n-th of its history. The edits are
+// pgsrc's (pgsrc.DemoEdit), shared with the soak run.
+func (s demoStep) edit(n int) func(old string) (string, error) {
 	return pgsrc.DemoEdit(s.kind, s.path, n)
 }
 
@@ -171,7 +166,7 @@ func demoCommits(dir, base string, steps []demoStep) (*demoHistory, error) {
 	h := &demoHistory{Dir: dir, Good: base, Small: slices.Equal(steps, demoStepsSmall)}
 	for i, s := range steps {
 		hash, err := pgsrc.Commit(dir, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
-			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})
+			map[string]func(string) (string, error){s.path: s.edit(i + 1)})
 		if err != nil {
 			return nil, fmt.Errorf("preparing the demo repository: %w", err)
 		}

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc"
 )
 
 // TestDemoCopyEdit checks the injected COPY regression on the two shapes of
@@ -10,10 +12,10 @@ import (
 // whose hashes the shared builds depend on, must not change) and 18's
 // CopyFromTextLikeOneRow, one level less indented.
 func TestDemoCopyEdit(t *testing.T) {
-	edit := demoEdit(demoStep{kind: "copy-regression", path: "copyfromparse.c"}, 1)
-	pg15 := "{\n" + demoCopyWork + "\t\tnext;\n"
+	edit := demoStep{kind: "copy-regression", path: "copyfromparse.c"}.edit(1)
+	pg15 := "{\n" + pgsrc.DemoCopyWork + "\t\tnext;\n"
 	got, err := edit(pg15)
-	if err != nil || got != "{\n"+demoCopyWork+demoCopyInjected+"\t\tnext;\n" {
+	if err != nil || got != "{\n"+pgsrc.DemoCopyWork+pgsrc.DemoCopyInjected+"\t\tnext;\n" {
 		t.Errorf("15's NextCopyFrom: %v\n%s", err, got)
 	}
 	read18 := "\n\t/* read raw fields in the next line */\n\tif (!NextCopyFromRawFieldsInternal(cstate, &field_strings, &fldct, is_csv))\n\t\treturn false;\n"

@@ -116,7 +116,7 @@ func TestNightlyEndToEnd(t *testing.T) {
 	var culprit, head string
 	for i, s := range demoSteps[:10] {
 		head, err = pgsrc.Commit(origin, s.msg, pgsrc.BaseDate.Add(time.Duration(i+1)*time.Hour),
-			map[string]func(string) (string, error){s.path: demoEdit(s, i+1)})
+			map[string]func(string) (string, error){s.path: s.edit(i + 1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,7 @@ func newRevertHistory(t *testing.T) revertHistory {
 	}
 	regress := demoStep{"copy-regression", revertPath, ""}
 	h.culprit, err = pgsrc.Commit(h.dir, "INJECTED REGRESSION (pgbisect test): extra per-row work in NextCopyFrom", pgsrc.BaseDate.Add(time.Hour),
-		map[string]func(string) (string, error){revertPath: demoEdit(regress, 1)})
+		map[string]func(string) (string, error){revertPath: regress.edit(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRevertOnFixture(t *testing.T) {
 	got := readBlob(t, repo, c.Hash, revertPath)
 	shifted := readBlob(t, repo, h.shift, revertPath)
 	if strings.Contains(got, "INJECTED REGRESSION") || !strings.HasPrefix(got, "/*\n * pgbisect test: these lines move") ||
-		got != strings.Replace(shifted, demoCopyInjected, "", 1) {
+		got != strings.Replace(shifted, pgsrc.DemoCopyInjected, "", 1) {
 		t.Errorf("the revert on top of the shifted file is not the shifted file without the injected lines")
 	}
 	path := filepath.Join(t.TempDir(), "undo.mbox")

@@ -55,7 +55,7 @@ func TestBisectSkipsCrashingCommit(t *testing.T) {
 	regress := demoStep{"copy-regression", "src/backend/commands/copyfromparse.c", ""}
 	culprit, err := pgsrc.Commit(repo, "INJECTED REGRESSION (pgbisect test): extra per-row work in NextCopyFrom; the server starts again", pgsrc.BaseDate.Add(2*time.Hour),
 		map[string]func(string) (string, error){
-			regress.path: demoEdit(regress, 1),
+			regress.path: regress.edit(1),
 			postmaster:   func(old string) (string, error) { return strings.Replace(old, crashPanic, "", 1), nil },
 		})
 	if err != nil {
