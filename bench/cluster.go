@@ -30,24 +30,19 @@ const superuser = "postgres"
 // it must work on every server version (scram-sha-256 needs 10) and
 // leaves no password for a shell step to find.
 type cluster struct {
-	// scenario is the scenario a kept cluster was set up for. Holding it
-	// keeps it alive while the cluster is kept, so the Runner's key (the
-	// scenario's address) cannot be taken by another scenario allocated
-	// where a collected one was.
-	scenario *Scenario
-	pg       *pgcluster.Cluster
-	id       string
-	dir      string // StateDir/clusters/<id>
-	dataDir  string
-	workDir  string
-	sockDir  string // dir/sock, or a short directory under /tmp when that is too long
-	logFile  string
-	port     int
-	binDir   string
-	user     *proc.User // nil when not root
-	running  bool
-	setupOK  bool // setup steps ran on this cluster
-	lastUse  int  // Runner.uses when a sample last ran on it
+	pg      *pgcluster.Cluster
+	id      string
+	dir     string // StateDir/clusters/<id>
+	dataDir string
+	workDir string
+	sockDir string // dir/sock, or a short directory under /tmp when that is too long
+	logFile string
+	port    int
+	binDir  string
+	user    *proc.User // nil when not root
+	running bool
+	setupOK bool // setup steps ran on this cluster
+	lastUse int  // Runner.uses when a sample last ran on it
 	// counterStarts counts the starts under valgrind (counter.go).
 	counterStarts int
 }

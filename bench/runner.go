@@ -101,7 +101,7 @@ type Runner struct {
 	Profiler *profile.Recorder
 
 	mu           sync.Mutex
-	kept         map[string]*cluster
+	kept         map[keptKey]*cluster
 	uses         int // counter ordering kept clusters by last use
 	staleRemoved bool
 	warned       map[string]bool
@@ -211,11 +211,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 	if s.Point != "" {
 		label += " " + s.Point
 	}
-	// The scenario pointer, not its name: the same file loaded with other
-	// --set values needs clusters of its own. A kept cluster holds its
-	// scenario (cluster.scenario), so no other scenario can be allocated
-	// at that address while the key exists.
-	key := fmt.Sprintf("%p\x00%s\x00%s\x00%s", sc, t.Name, t.BinDir, s.Point)
+	key := keptKey{sc, t.Name, t.BinDir, s.Point}
 	c := r.kept[key]
 	delete(r.kept, key) // put back only when the sample succeeds
 	ok := false
@@ -225,13 +221,12 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario, t Target, pt Point) (*Sa
 		}
 		if ok && (sc.Lifecycle == Restart || sc.Lifecycle == Warm) {
 			if r.kept == nil {
-				r.kept = map[string]*cluster{}
+				r.kept = map[keptKey]*cluster{}
 			}
 			r.uses++
 			c.lastUse = r.uses
-			c.scenario = sc
 			r.kept[key] = c
-			r.evict(ctx, sc)
+			r.evict(ctx)
 			return
 		}
 		r.discard(ctx, c, sc)
@@ -511,22 +506,34 @@ func (r *Runner) discard(ctx context.Context, c *cluster, sc *Scenario) {
 	c.remove()
 }
 
+// keptKey names a kept cluster: the scenario it was set up for, the
+// target, its binaries and the scaling point. The scenario is the loaded
+// value, not its name: the same file loaded with other --set values needs
+// clusters of its own. The key holds the pointer, so the scenario stays
+// alive while its cluster is kept and no other scenario can be allocated
+// at its address (a key made from the address as text once let a later
+// scenario run on a collected one's cluster).
+type keptKey struct {
+	scenario           *Scenario
+	target, bin, point string
+}
+
 // evict removes the least recently used kept clusters beyond MaxKept.
-func (r *Runner) evict(ctx context.Context, sc *Scenario) {
+func (r *Runner) evict(ctx context.Context) {
 	max := r.MaxKept
 	if max <= 0 {
 		max = 4
 	}
 	for len(r.kept) > max {
-		oldest := ""
-		for k, c := range r.kept {
-			if oldest == "" || c.lastUse < r.kept[oldest].lastUse {
-				oldest = k
+		var oldest keptKey
+		var c *cluster
+		for k, kc := range r.kept {
+			if c == nil || kc.lastUse < c.lastUse {
+				oldest, c = k, kc
 			}
 		}
-		c := r.kept[oldest]
 		delete(r.kept, oldest)
-		r.discard(ctx, c, sc)
+		r.discard(ctx, c, oldest.scenario)
 	}
 }
 

@@ -596,7 +596,7 @@ func TestShippedScenariosTiny(t *testing.T) {
 func sleepBriefly() { time.Sleep(5 * time.Millisecond) }
 
 // TestKeptClusterNotReusedAtSameAddress: the Runner keys a kept
-// ("restart") cluster by its scenario's address. Scenarios loaded one
+// ("restart") cluster by its loaded scenario (keptKey). Scenarios loaded one
 // after the other, each dropped after its sample, are often allocated
 // where the last one was once it is collected; each must still get its
 // own setup (CI's TestReleases once measured copy-single-instructions at
