@@ -28,16 +28,7 @@ const releasesDoc = "../docs/releases.md"
 // releaseStatsScenario takes every server statistic around one step that
 // writes WAL and checkpoints, and around a pgbench run whose clients
 // disconnect (so pg_stat_wal and pg_stat_io have their counts).
-const releaseStatsScenario = `name: serverstats
-setup:
-  - sql: CREATE TABLE t (a int, b text)
-workload:
-  - name: insert
-    sql: |
-      INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
-      CHECKPOINT;
-      SELECT sum(hashtext(g::text)) FROM generate_series(1, 1000000) g;
-  - name: bench
+const releaseStatsScenario = insertStep + `  - name: bench
     pgbench:
       args: [-n, -c, "2", -t, "200"]
       script: |

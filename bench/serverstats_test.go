@@ -124,11 +124,9 @@ func TestServerMetricLoading(t *testing.T) {
 	}
 }
 
-// serverStatsScenario writes WAL and dirty buffers in one step and takes
-// a contended advisory lock in another (two pgbench clients, each holding
-// the lock across a sleep), with an uncontended run of the same script as
-// the control.
-const serverStatsScenario = `name: serverstats
+// insertStep begins the statistics tests' scenarios: a table, and one step
+// that writes WAL and dirty buffers, checkpoints and burns some CPU.
+const insertStep = `name: serverstats
 setup:
   - sql: CREATE TABLE t (a int, b text)
 workload:
@@ -137,7 +135,13 @@ workload:
       INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 20000) g;
       CHECKPOINT;
       SELECT sum(hashtext(g::text)) FROM generate_series(1, 1000000) g;
-  - name: contended
+`
+
+// serverStatsScenario writes WAL and dirty buffers in one step and takes
+// a contended advisory lock in another (two pgbench clients, each holding
+// the lock across a sleep), with an uncontended run of the same script as
+// the control.
+const serverStatsScenario = insertStep + `  - name: contended
     pgbench:
       args: [-n, -c, "2", -t, "40"]
       script: |
