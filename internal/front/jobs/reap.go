@@ -112,7 +112,7 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 			}
 			opts := insertOpts(s.kind, s.queue)
 			opts.Queue = s.queue
-			opts.UniqueOpts = river.UniqueOpts{} // a continuation repeats its tick's arguments on purpose
+			opts.UniqueOpts = river.UniqueOpts{} // no key computed here: the old row's is carried over below
 			// Attempts left carry over: a job that kills every machine it
 			// runs on must not go round for ever.
 			opts.MaxAttempts = max(s.maxAttempts-s.attempt, 1)
