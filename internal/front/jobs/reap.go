@@ -105,7 +105,10 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 					return err
 				}
 				if taken {
-					// Another row does this tick's work already.
+					// Another row does this tick's work already. Defensive:
+					// while the old row runs it holds the key, so this is
+					// only reached by rows whose uniqueness River did not
+					// record (unique_states NULL).
 					done = true
 					return nil
 				}
