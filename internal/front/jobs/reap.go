@@ -106,9 +106,8 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 				}
 				if taken {
 					// Another row does this tick's work already. Defensive:
-					// while the old row runs it holds the key, so this is
-					// only reached by rows whose uniqueness River did not
-					// record (unique_states NULL).
+					// while the old row runs it holds the key in River's
+					// unique index, so no other live row should have it.
 					done = true
 					return nil
 				}
