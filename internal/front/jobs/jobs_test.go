@@ -121,7 +121,10 @@ func TestReapedNightlyStaysOnePerTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ev, _ := nightly.ParseSchedule("@every 1h", "UTC")
+	ev, err := nightly.ParseSchedule("@every 1h", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 3, 11, 13, 17, 0, 0, time.UTC)
 	args, opts := NightlyJob(Aligned(ev), "reaped", now, app.NightlyRequest{Wait: true})
 	first, err := q.client.Insert(ctx, args, opts)

@@ -30,9 +30,9 @@ import (
 //     so a job that is one per tick (the nightly) stays one: a new
 //     leader's catch-up insert of the same tick finds the continuation and
 //     is skipped, where it would find only the cancelled row (River's
-//     uniqueness leaves cancelled rows out) and run the tick again. If a
-//     live row of that unique key exists already, it is the tick's job and
-//     no continuation is queued.
+//     uniqueness leaves cancelled rows out) and run the tick again. No
+//     other live row can hold the key meanwhile: the old row held it while
+//     it ran.
 //
 // Why not River's own retry of the old row: River retries a row only after
 // its worker returns, and a dead worker never returns; its rescuer re-runs
@@ -95,22 +95,6 @@ func Reap(ctx context.Context, st *store.Store, client *river.Client[pgx.Tx], tt
 			if live {
 				// Taken meanwhile by a live worker: leave everything.
 				return errRollback
-			}
-			if s.uniqueKey != nil {
-				var taken bool
-				err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
-					WHERE unique_key = $1 AND id <> $2 AND unique_states IS NOT NULL
-					  AND river_job_state_in_bitmask(unique_states, state))`, s.uniqueKey, s.id).Scan(&taken)
-				if err != nil {
-					return err
-				}
-				if taken {
-					// Another row does this tick's work already. Defensive:
-					// while the old row runs it holds the key in River's
-					// unique index, so no other live row should have it.
-					done = true
-					return nil
-				}
 			}
 			opts := insertOpts(s.kind, s.queue)
 			opts.Queue = s.queue

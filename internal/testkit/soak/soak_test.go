@@ -134,17 +134,16 @@ func plan(nights int) [][]push {
 
 // lab is the running service and what the run has seen of it.
 type lab struct {
-	notJudged []string // checks a run this short cannot make, with why
-	t         *testing.T
-	ctx       context.Context
-	work      string
-	bin       string
-	config    string
-	store     string // the store's state directory
-	url       string // the results database
-	hub       *githubtest.Hub
-	results   *store.Store
-	webAddr   string
+	t       *testing.T
+	ctx     context.Context
+	work    string
+	bin     string
+	config  string
+	store   string // the store's state directory
+	url     string // the results database
+	hub     *githubtest.Hub
+	results *store.Store
+	webAddr string
 
 	mu      sync.Mutex
 	daemons map[string]*proctest.Proc
@@ -726,7 +725,7 @@ func (l *lab) measure(n, pushed int, d time.Duration) {
 // finish checks what the run must hold and prints the summary.
 func (l *lab) finish(nights int, total time.Duration) {
 	t := l.t
-	var held []string
+	var held, notJudged []string // notJudged: checks a run this short cannot make, with why
 	check := func(what string, problems []string) {
 		if len(problems) == 0 {
 			held = append(held, what)
@@ -749,9 +748,9 @@ func (l *lab) finish(nights int, total time.Duration) {
 		check(fmt.Sprintf("resident memory of the daemons and serve on the last night within 10%% of their highest of nights 2-%d, open descriptors flat", flatFrom(nights)), l.checkFlat())
 	} else {
 		// Not a pass: the summary says it was not judged and why.
-		l.notJudged = append(l.notJudged, fmt.Sprintf("memory and descriptors: %d nights cannot tell a leak from the step a daemon's first bisection makes (CI's 3-night run: the daemon that takes night 3's bisection over grew 8%%, 8%% and 21%% on that night); a run of %d nights or more judges them", nights, flatNights))
+		notJudged = append(notJudged, fmt.Sprintf("memory and descriptors: %d nights cannot tell a leak from the step a daemon's first bisection makes (CI's 3-night run: the daemon that takes night 3's bisection over grew 8%%, 8%% and 21%% on that night); a run of %d nights or more judges them", nights, flatNights))
 	}
-	l.summary(nights, total, held)
+	l.summary(nights, total, held, notJudged)
 }
 
 func (l *lab) checkRegression() []string {
@@ -1027,7 +1026,7 @@ func (l *lab) checkFlat() []string {
 
 // summary prints (and with -soak.out writes) the table per night; with
 // -soak.out it also draws memory.svg and store.svg beside the file.
-func (l *lab) summary(nights int, total time.Duration, held []string) {
+func (l *lab) summary(nights int, total time.Duration, held, notJudged []string) {
 	var b strings.Builder
 	pushes, jobs := 0, 0
 	for _, r := range l.nightRow {
@@ -1081,9 +1080,9 @@ func (l *lab) summary(nights int, total time.Duration, held []string) {
 	for _, h := range held {
 		fmt.Fprintf(&b, "- %s\n", h)
 	}
-	if len(l.notJudged) > 0 {
+	if len(notJudged) > 0 {
 		b.WriteString("\nnot judged:\n")
-		for _, h := range l.notJudged {
+		for _, h := range notJudged {
 			fmt.Fprintf(&b, "- %s\n", h)
 		}
 	}
