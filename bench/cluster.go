@@ -93,7 +93,7 @@ func newCluster(stateDir, binDir string, u *proc.User) (*cluster, error) {
 	}
 	// owner.pid says which pgbisect made the cluster (removeStale). It is
 	// root's, in the server user's directory: written through os.Root.
-	if err := c.pg.WriteFile(c.dir, "owner.pid", strconv.Itoa(os.Getpid())+"\n", 0o644); err != nil {
+	if err := c.pg.WriteFile(c.dir, pgcluster.MarkerFile, strconv.Itoa(os.Getpid())+"\n", 0o644); err != nil {
 		c.remove()
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func removeStale(stateDir string, u *proc.User) {
 	}
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
-		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		b, err := os.ReadFile(filepath.Join(dir, pgcluster.MarkerFile))
 		if err != nil {
 			continue
 		}

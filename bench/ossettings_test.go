@@ -211,7 +211,7 @@ func TestOSSettingsDuringASample(t *testing.T) {
 	bin := pgBin(t)
 	mnt, loop := loopDisk(t)
 	r := &Runner{StateDir: mnt}
-	u, err := proc.LookupUser("postgres")
+	u, err := proc.LookupUser(proc.BenchUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -567,7 +567,7 @@ func (r *Runner) user() (*proc.User, error) {
 	if r.RunAs != nil {
 		return r.RunAs, nil
 	}
-	u, err := proc.LookupUser("postgres")
+	u, err := proc.LookupUser(proc.BenchUser)
 	if err != nil {
 		return nil, err
 	}

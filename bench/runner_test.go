@@ -53,7 +53,7 @@ func newTestRunner(t testing.TB) (*Runner, string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	r := &Runner{StateDir: dir}
 	if proc.IsRoot() {
-		u, err := proc.LookupUser("postgres")
+		u, err := proc.LookupUser(proc.BenchUser)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func setBuildAs(t testing.TB, b *Builder) {
 	if !proc.IsRoot() {
 		return
 	}
-	u, err := proc.LookupUser("postgres")
+	u, err := proc.LookupUser(proc.BenchUser)
 	if err != nil {
 		pgsrctest.Unavailable(t, err)
 	}
@@ -344,7 +344,7 @@ func processesUnder(dir string) []string {
 // private socket, asks SELECT version(), and stops it.
 func checkServer(t *testing.T, inst *Install, want string) {
 	t.Helper()
-	user, err := proc.LookupUser("postgres")
+	user, err := proc.LookupUser(proc.BenchUser)
 	if err != nil {
 		pgsrctest.Unavailable(t, err)
 	}

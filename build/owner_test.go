@@ -18,7 +18,7 @@ import (
 func buildUser(t *testing.T) *proc.User {
 	t.Helper()
 	citest.Root(t, "builds drop privileges to another user only when pgbisect is root")
-	u, err := proc.LookupUser("postgres")
+	u, err := proc.LookupUser(proc.BenchUser)
 	if err != nil {
 		citest.Unavailable(t, "no user to build as: %v (scripts/setup-debian.sh installs postgresql, which creates it)", err)
 	}

@@ -3,9 +3,10 @@
 # the PostgreSQL build dependencies, Debian's postgresql-15 (its server
 # binaries run the results store and the fast tests; its source is the
 # fixture of the demo and the end-to-end tests), ccache, linux-perf (CPU
-# profiles of culprits), and the unprivileged users: postgres (from the
-# postgresql-15 package) runs the benchmark servers, pgbisect runs the
-# results store (run_as and db_run_as in the config). That is all the demo
+# profiles of culprits), and two unprivileged users of pgbisect's own:
+# pgbisect-bench builds the commits and runs the benchmark servers (run_as;
+# never Debian's postgres, which owns the system cluster), pgbisect runs the
+# results store (db_run_as). Neither owns anything else. That is all the demo
 # (scripts/demo.sh) uses.
 # With --tests (scripts/test.sh) it adds what only the tests use: meson and
 # ninja (18.6's end-to-end build and bisection), the sources of PostgreSQL
@@ -62,7 +63,7 @@ TEST_PKGS=(
 	util-linux   # flock(1), losetup: the machine-lock and loop-disk tests
 	e2fsprogs    # mkfs.ext4: the loop-disk tests
 )
-USERS=(pgbisect)
+USERS=(pgbisect pgbisect-bench)
 if [ -n "$tests" ]; then
 	PKGS+=("${TEST_PKGS[@]}")
 	USERS+=(pgbisect-probe)

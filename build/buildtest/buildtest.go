@@ -91,7 +91,7 @@ func build1(ctx context.Context, r Release, t testing.TB) (*build.Install, error
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b := build.NewBuilder(repo, state, r.Options, testLog{t}, log)
 	if proc.IsRoot() {
-		u, err := proc.LookupUser("postgres")
+		u, err := proc.LookupUser(proc.BenchUser)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errUnavailable, err)
 		}

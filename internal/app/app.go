@@ -29,6 +29,7 @@ import (
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
 	"github.com/pgbisect/pgbisect/internal/base/machinelock"
+	"github.com/pgbisect/pgbisect/internal/base/pgcluster"
 	"github.com/pgbisect/pgbisect/internal/base/proc"
 	"github.com/pgbisect/pgbisect/internal/base/redact"
 	"github.com/pgbisect/pgbisect/notify"
@@ -190,7 +191,7 @@ func (a *App) openBuilder(ctx context.Context, source string, w io.Writer) (*bui
 	// The commits built are arbitrary code: as root, they are built as
 	// run_as, the user their servers run as anyway (never db_run_as).
 	if proc.IsRoot() {
-		if b.BuildAs, err = proc.LookupUser(a.opts.RunAs); err != nil {
+		if b.BuildAs, err = a.runAs(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -226,11 +227,26 @@ func (a *App) newRunner(clientBin string, keep bool, progress io.Writer, log *sl
 		KeepClusters: keep || a.opts.KeepClusters}
 	if proc.IsRoot() {
 		var err error
-		if r.RunAs, err = proc.LookupUser(a.opts.RunAs); err != nil {
+		if r.RunAs, err = a.runAs(); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// runAs looks up run_as, the user builds and benchmark servers run as when
+// pgbisect is root, and refuses it when it runs a PostgreSQL server
+// pgbisect did not make (pgcluster.CheckBenchUser): a pull request's code
+// built and served as that user could reach that server's databases.
+func (a *App) runAs() (*proc.User, error) {
+	u, err := proc.LookupUser(a.opts.RunAs)
+	if err != nil {
+		return nil, err
+	}
+	if err := pgcluster.CheckBenchUser(u); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // SweepStrays removes the clusters (stopping their servers) and puts back

@@ -91,7 +91,7 @@ func TestProfileCulpritsRealServer(t *testing.T) {
 	}
 	runner := &bench.Runner{StateDir: state}
 	if proc.IsRoot() {
-		if runner.RunAs, err = proc.LookupUser("postgres"); err != nil {
+		if runner.RunAs, err = proc.LookupUser(proc.BenchUser); err != nil {
 			t.Fatal(err)
 		}
 	}

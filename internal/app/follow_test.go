@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 	"os"
 	"os/exec"
 	"slices"
@@ -48,7 +49,7 @@ func bisectorMain() int {
 		return 1
 	}
 	defer st.Close()
-	a, err := Open(ctx, Options{StateDir: os.Getenv(bisectorStateEnv), Repo: os.Getenv(bisectorRepoEnv), Branch: "master", RunAs: "postgres"}, st)
+	a, err := Open(ctx, Options{StateDir: os.Getenv(bisectorStateEnv), Repo: os.Getenv(bisectorRepoEnv), Branch: "master", RunAs: proc.BenchUser}, st)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -99,7 +99,7 @@ func TestOnlyPgbisectConnects(t *testing.T) {
 		auth       Auth
 	}{
 		{"password (the results store)", "pgbisect", Password},
-		{"peer (the benchmark servers)", "postgres", Peer},
+		{"peer (the benchmark servers)", proc.BenchUser, Peer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

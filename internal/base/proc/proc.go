@@ -34,6 +34,13 @@ type User struct {
 	Groups []uint32
 }
 
+// BenchUser is the account builds, benchmark servers and client tools run
+// as when pgbisect is root and the config names no other (run_as). It is
+// pgbisect's own and owns nothing else: never Debian's postgres, which
+// owns the system cluster and is its superuser over the peer socket.
+// scripts/setup-debian.sh creates it.
+const BenchUser = "pgbisect-bench"
+
 // IsRoot reports whether pgbisect runs with uid 0.
 func IsRoot() bool { return os.Geteuid() == 0 }
 

@@ -48,7 +48,7 @@ func TestChildEnvironAndGroups(t *testing.T) {
 		t.Error("a child's /proc/self/environ holds the GitHub token")
 	}
 	citest.Root(t, "a child run as another user gets that user's groups, not root's")
-	u, err := LookupUser("postgres")
+	u, err := LookupUser(BenchUser)
 	if err != nil {
 		citest.Unavailable(t, "%v (scripts/setup-debian.sh installs postgresql, which creates it)", err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,7 @@ func TestOpenBuilderTimeout(t *testing.T) {
 	if _, err := git.PlainInit(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &config.Config{Repo: dir, StateDir: t.TempDir(), RunAs: "postgres", Build: config.Build{Timeout: 7 * time.Minute}}
+	cfg := &config.Config{Repo: dir, StateDir: t.TempDir(), RunAs: proc.BenchUser, Build: config.Build{Timeout: 7 * time.Minute}}
 	var out bytes.Buffer
 	b, _, err := openBuilder(context.Background(), &Env{Stdout: &out, Stderr: &out}, cfg)
 	if err != nil {

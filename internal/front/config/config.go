@@ -19,6 +19,7 @@ import (
 
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/base/proc"
 	"github.com/pgbisect/pgbisect/internal/base/strictyaml"
 	"github.com/pgbisect/pgbisect/notify"
 )
@@ -38,7 +39,11 @@ type Config struct {
 	StateDir string `yaml:"state_dir"`
 	// RunAs is the unprivileged user that builds the commits (configure,
 	// make) and runs initdb, the server and the client tools when pgbisect
-	// runs as root. Default: postgres.
+	// runs as root. It must be an account of its own that owns nothing
+	// else: a pull request's patch is built and served as this user.
+	// Default: pgbisect-bench (scripts/setup-debian.sh creates it); a user
+	// that runs a PostgreSQL server pgbisect did not make (Debian's
+	// postgres with its system cluster) is refused.
 	RunAs string `yaml:"run_as"`
 	// DBRunAs is the user that runs the private results cluster when
 	// pgbisect is root. It must differ from RunAs, so that a benchmark's
@@ -187,7 +192,7 @@ func (c *Config) applyDefaults() {
 		c.StateDir = DefaultStateDir()
 	}
 	if c.RunAs == "" {
-		c.RunAs = "postgres"
+		c.RunAs = proc.BenchUser
 	}
 	if c.DBRunAs == "" {
 		c.DBRunAs = "pgbisect"

@@ -33,7 +33,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Branch != "REL_16_STABLE" || c.StateDir != "/tmp/st" || c.RunAs != "postgres" || c.Nightly.Schedule == "" {
+	if c.Branch != "REL_16_STABLE" || c.StateDir != "/tmp/st" || c.RunAs != "pgbisect-bench" || c.Nightly.Schedule == "" {
 		t.Fatalf("unexpected config %+v", c)
 	}
 }

@@ -36,7 +36,7 @@ func sampleMain(dir string) error {
 func runner(dir string) (*bench.Runner, error) {
 	r := &bench.Runner{StateDir: dir}
 	if proc.IsRoot() {
-		u, err := proc.LookupUser("postgres")
+		u, err := proc.LookupUser(proc.BenchUser)
 		if err != nil {
 			return nil, err
 		}
