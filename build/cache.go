@@ -71,9 +71,9 @@ func (b *Builder) readFailure(id string) (*Error, bool) {
 }
 
 // Lookup returns the cached install of a commit, if there is one. It never
-// builds.
-func (b *Builder) Lookup(hash string) (*Install, bool, error) {
-	key, err := b.Key(context.Background(), hash)
+// builds; its git reads end with ctx.
+func (b *Builder) Lookup(ctx context.Context, hash string) (*Install, bool, error) {
+	key, err := b.Key(ctx, hash)
 	if err != nil {
 		return nil, false, err
 	}

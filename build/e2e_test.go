@@ -223,7 +223,7 @@ func TestEndToEnd(t *testing.T) {
 	if again.Prefix != inst.Prefix || !again.BuiltAt.Equal(inst.BuiltAt) || f.journal.contains("build ") {
 		t.Errorf("second build of a built commit did work: %+v", again)
 	}
-	if got, ok, err := f.b.Lookup(one); err != nil || !ok || got.Key != inst.Key {
+	if got, ok, err := f.b.Lookup(context.Background(), one); err != nil || !ok || got.Key != inst.Key {
 		t.Errorf("Lookup(one) = %v, %v, %v", got, ok, err)
 	}
 
@@ -257,7 +257,7 @@ func TestEndToEnd(t *testing.T) {
 	if !errors.As(err2, &be2) || be2.LogPath != be.LogPath || be2.Tail != be.Tail {
 		t.Errorf("second Build(broken) = %v, want the recorded failure", err2)
 	}
-	if _, ok, _ := f.b.Lookup(broken); ok {
+	if _, ok, _ := f.b.Lookup(context.Background(), broken); ok {
 		t.Error("a failed build is in the cache")
 	}
 }

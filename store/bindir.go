@@ -33,7 +33,11 @@ func FindBinDir(major string) (string, error) {
 	debian, _ := filepath.Glob(debianBinGlob)
 	sort.Slice(debian, func(i, j int) bool { return debianMajor(debian[i]) > debianMajor(debian[j]) })
 	cands = append(cands, debian...)
-	if out, err := proc.Command(context.Background(), nil, "pg_config", "--bindir").Output(); err == nil {
+	// pg_config is whatever the PATH holds: bounded like every child.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	out, err := proc.Command(ctx, nil, "pg_config", "--bindir").Output()
+	cancel()
+	if err == nil {
 		cands = append(cands, strings.TrimSpace(string(out)))
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {

@@ -245,8 +245,16 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	// extras (the culprits' profiles and revert checks) follow and update
 	// the finding, its report and its post.
 	opts := builder.Options()
+	env, err := m.environment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counter, err := m.counter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	f := finding.FromBisection(st, finding.Report{
-		Branch: a.opts.Branch, Env: m.environment(ctx), Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(st),
+		Branch: a.opts.Branch, Env: env, Settings: bisectSettings(sc, point), Reproduce: bisectReproduce(st),
 		Build: finding.BuildInfo{System: bisectSystem(opts), Configure: opts.Configure,
 			CFLAGS: opts.CFLAGS, MesonOptions: opts.MesonOptions, ClientBin: runner.ClientBin},
 	})
@@ -257,7 +265,7 @@ func (a *App) bisect(ctx context.Context, req BisectRequest, j *journal, openSto
 	}
 	// A count's culprits get their native times before the answer: a few
 	// runs each, recorded beside the count, not judged.
-	bisectNativeTimes(ctx, sink, runner, bb, sc, metric, point, m.counter(ctx), f)
+	bisectNativeTimes(ctx, sink, runner, bb, sc, metric, point, counter, f)
 	profiles := bisectProfileJob{Sink: sink, Log: a.log, StateDir: a.opts.StateDir, ID: st.ID, Runs: max(runs, 0), Runner: runner, Builder: bb, Options: opts,
 		FramePointers: bisectFramePointers(req.ProfileFramePointers, sink, a.log, repo, a.opts.StateDir, builder), Scenario: sc.Native(), Point: point}
 	reverts := RevertInputs{Repo: repo, Builder: builder, Runner: runner, Scenario: sc, Point: point,

@@ -60,8 +60,9 @@ func TestBisectReportListsMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &bisectMeasurer{results: st, id: id, env: &bench.Environment{}}
-	if got := m.environment(ctx).Host; got != "bench-a, bench-b" {
-		t.Errorf("host %q, want the two machines", got)
+	if env, err := m.environment(ctx); err != nil || env.Host != "bench-a, bench-b" {
+		got := env.Host
+		t.Errorf("host %q (%v), want the two machines", got, err)
 	}
 }
 
@@ -81,14 +82,26 @@ func TestResumedBisectionKeepsItsCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &bisectMeasurer{results: st, id: id}
-	if got := m.counter(ctx); got != bench.CounterValgrind {
+	if got, err := m.counter(ctx); err != nil || got != bench.CounterValgrind {
 		t.Fatalf("counter of the resumed bisection %q, want valgrind", got)
 	}
-	err = bench.CheckCounter(*m.firstEnv(ctx), bench.Environment{Counter: bench.CounterPerf})
+	first, err := m.firstEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bench.CheckCounter(*first, bench.Environment{Counter: bench.CounterPerf})
 	if err == nil || !strings.Contains(err.Error(), "samples counted by perf cannot be compared with samples counted by valgrind") {
 		t.Errorf("a perf sample in a valgrind bisection: %v", err)
 	}
-	if fresh := (&bisectMeasurer{results: st, id: "none-" + t.Name()}); fresh.counter(ctx) != "" || fresh.firstEnv(ctx) != nil {
-		t.Error("a bisection without samples has a counter")
+	fresh := &bisectMeasurer{results: st, id: "none-" + t.Name()}
+	if c, err := fresh.counter(ctx); c != "" || err != nil {
+		t.Errorf("a bisection without samples has a counter %q (%v)", c, err)
+	}
+	// A store that cannot answer is an error on the measuring path, not
+	// "no sample yet" (which would skip the counter check).
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := (&bisectMeasurer{results: st, id: id}).firstEnv(cancelled); err == nil {
+		t.Error("a failed read of the first sample's environment was taken for no sample")
 	}
 }

@@ -219,7 +219,11 @@ func (m *bisectMeasurer) measureAt(ctx context.Context, target bisect.Target, po
 	if !ok {
 		return 0, fmt.Errorf("scenario %s gave no value for metric %s", m.sc.Name, m.metric)
 	}
-	if first := m.firstEnv(ctx); first != nil {
+	first, err := m.firstEnv(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if first != nil {
 		// A bisection resumed elsewhere must count as it began.
 		if err := bench.CheckCounter(*first, s.Env); err != nil {
 			return 0, err
@@ -280,38 +284,47 @@ func (m *bisectMeasurer) seq() int {
 }
 
 // firstEnv is the environment of the bisection's first sample, of this
-// process or an earlier one (nil before any).
-func (m *bisectMeasurer) firstEnv(ctx context.Context) *bench.Environment {
+// process or an earlier one (nil before any). A store that cannot answer
+// is an error, never "no sample yet": a resumed bisection would otherwise
+// skip the check that it counts as it began.
+func (m *bisectMeasurer) firstEnv(ctx context.Context) (*bench.Environment, error) {
 	if m.env != nil {
-		return m.env
+		return m.env, nil
 	}
 	samples, err := m.results.Samples(ctx, store.SampleQuery{BisectionID: m.id, AnyPoint: true})
-	if err != nil || len(samples) == 0 || samples[0].EnvironmentID == 0 {
-		return nil
+	if err != nil {
+		return nil, fmt.Errorf("reading the bisection's first sample: %w", err)
+	}
+	if len(samples) == 0 || samples[0].EnvironmentID == 0 {
+		return nil, nil
 	}
 	info, err := m.results.EnvironmentInfo(ctx, samples[0].EnvironmentID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the environment of the bisection's first sample: %w", err)
+	}
 	var saved bench.Environment
-	if err != nil || json.Unmarshal(info, &saved) != nil {
-		return nil
+	if err := json.Unmarshal(info, &saved); err != nil {
+		return nil, fmt.Errorf("environment %d of the bisection's first sample is not valid JSON: %w", samples[0].EnvironmentID, err)
 	}
 	m.env = &saved
-	return m.env
+	return m.env, nil
 }
 
 // counter is what counted the bisection's samples ("" for times).
-func (m *bisectMeasurer) counter(ctx context.Context) string {
-	if e := m.firstEnv(ctx); e != nil {
-		return e.Counter
+func (m *bisectMeasurer) counter(ctx context.Context) (string, error) {
+	e, err := m.firstEnv(ctx)
+	if e == nil || err != nil {
+		return "", err
 	}
-	return ""
+	return e.Counter, nil
 }
 
 // environment is the machine of the first sample (of this or an earlier
 // process of the same bisection).
-func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
-	e := m.firstEnv(ctx)
-	if e == nil {
-		return finding.Environment{}
+func (m *bisectMeasurer) environment(ctx context.Context) (finding.Environment, error) {
+	e, err := m.firstEnv(ctx)
+	if e == nil || err != nil {
+		return finding.Environment{}, err
 	}
 	host, _ := os.Hostname()
 	if used := m.machines(ctx); used != "" {
@@ -323,7 +336,7 @@ func (m *bisectMeasurer) environment(ctx context.Context) finding.Environment {
 	if e.CPUs != nil { // the scenario's cpus: pinned the samples
 		f.Extra["cpus"] = fmt.Sprintf("server on %s, pgbisect and clients on %s", e.CPUs.Server, e.CPUs.Client)
 	}
-	return f
+	return f, nil
 }
 
 // machines lists the machines that measured the bisection's samples, when
