@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/pgbisect/pgbisect/internal/testkit/citest"
 	"math"
 	"os"
 	"os/exec"
@@ -206,17 +207,12 @@ func TestNativeScenario(t *testing.T) {
 // On hardware counters the event is instructions:u; that was not run here.
 func TestPerfPathWithSoftwareEvent(t *testing.T) {
 	bin := pgBin(t)
-	if _, err := exec.LookPath("perf"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("perf is not installed: run scripts/setup-debian.sh (linux-perf)")
-		}
-		t.Skip("perf is not installed")
-	}
+	citest.Tool(t, "perf", "linux-perf")
 	old := perfEvent
 	perfEvent = "task-clock"
 	defer func() { perfEvent = old }()
 	if ok, why := perfCounts(context.Background()); !ok {
-		t.Skipf("perf cannot count task-clock here: %s", why)
+		citest.Unavailable(t, "perf cannot count task-clock here: %s (kernel.perf_event_paranoid, or a container without perf events)", why)
 	}
 	sc, err := Load([]byte(strings.Replace(countedScenario, "counter: valgrind", "counter: perf", 1)), "perf.yaml", nil)
 	if err != nil {
