@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbisect/pgbisect/bisect/finding"
+	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
+	"github.com/pgbisect/pgbisect/internal/base/proc/proctest"
+	"github.com/pgbisect/pgbisect/internal/testkit/pghistory"
+)
+
+// The real window the test bisects: upstream master around the commit the
+// PG16 COPY thread blamed for single-client COPY FROM (a palloc/pfree per
+// row in NextCopyFrom). These are the test's expectations, never inputs to
+// anything that decides.
+const (
+	realGood    = "9f8377f7a27~3" // b2bd9a6796 "Fix expected test output"
+	realBad     = "727400994d"    // "meson: fix openssl detection issues in 6a30027"
+	realCulprit = "9f8377f7a27"   // "Add a DEFAULT option to COPY FROM"
+)
+
+// TestRealHistoryNamesCopyCulprit bisects real upstream history
+// (../shared/pg-history, the PG16 cycle) as a hacker would with their own
+// clone: `pgbisect bisect --repo CLONE` on copy-single-instructions between
+// two commits 3 before and 3 after 9f8377f7a27, on instruction counts. It
+// must name 9f8377f7a27 exactly (the commit upstream blamed), verified
+// against its parent, its change +2% to +6% (3.9% here), and the revert
+// check must apply to the real code and recover the change. The first
+// build is a full one of a real commit (about 4 minutes with a cold
+// ccache), the others incremental.
+func TestRealHistoryNamesCopyCulprit(t *testing.T) {
+	repo := pghistory.Repo(t, pghistory.PG16)
+	state := pgsrctest.EndToEnd(t)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main(context.Background(), []string{"bisect", "--state", state, "--repo", repo,
+		"-s", "../../../configs/scenarios/copy-single-instructions.yaml", "--metric", "copy_instructions",
+		"--good", realGood, "--bad", realBad, "--profile-runs", "0", "--profile-guided=false", "--json"}, &stdout, &stderr)
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("pgbisect bisect exited %d after %s:\n%s", code, wall.Round(time.Second), proctest.LastLines(stderr.String(), 60))
+	}
+	f, err := finding.Unmarshal(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("bisect output is not a finding: %v\n%s", err, proctest.LastLines(stdout.String(), 20))
+	}
+	t.Logf("real window %s..%s: %s wall, %d builds, %d samples (%v)", realGood, realBad, wall.Round(time.Second), f.Builds, f.Samples, f.SamplesBy)
+	if f.Kind != finding.Regression || len(f.Culprits) != 1 {
+		t.Fatalf("finding %s with %d culprits, want a regression with one; warnings: %v\n%s", f.Kind, len(f.Culprits), f.Warnings,
+			proctest.LastLines(stderr.String(), 30))
+	}
+	c := f.Culprits[0]
+	if c.IsRange() || !c.Verified || !strings.HasPrefix(c.Commit.Hash, realCulprit) {
+		t.Errorf("culprit %s (range %v, verified %v), want %s exactly", c.Commit.ShortHash(), c.IsRange(), c.Verified, realCulprit)
+	}
+	for _, m := range c.Comparisons {
+		if m.Metric == "copy_instructions" && (m.Change < 0.02 || m.Change > 0.06) {
+			t.Errorf("copy_instructions %+.2f%%, want +2%% to +6%% (upstream's ~9%% in time, 3.9%% in instructions)", 100*m.Change)
+		}
+	}
+	if len(f.Reverts) == 0 {
+		t.Fatal("no revert check on real code")
+	}
+	for _, r := range f.Reverts {
+		if r.Skipped != "" || !r.Recovers {
+			t.Errorf("revert check of %v: skipped %q, recovers %v (%.0f%%)", r.Culprits, r.Skipped, r.Recovers, 100*r.Recovered)
+		}
+	}
+}
+
+var realCycle = flag.Bool("realhistory.cycle", false, "TestRealHistoryWholeCycle: bisect the whole PG16 cycle (2,538 commits) on instruction counts "+
+	"(about 15 builds, most of them full: 45 to 60 minutes on 2 cores; docs/real-history.md)")
+
+// TestRealHistoryWholeCycle is the README's real command on real history,
+// the long study behind -realhistory.cycle: copy-single-instructions from
+// where REL_15_STABLE branched to where REL_16_STABLE branched (the merge
+// base of REL_15_0 and REL_16_0 to the last master commit before
+// REL_16_STABLE), on instruction counts. It must name the three commits
+// the PG16 COPY thread blamed, each exactly: 9f8377f7a27 (a palloc per row
+// in NextCopyFrom), faff8f8e47f and 6fcda9aba83 (pg_strtoint32), and
+// nothing else. Run it with
+//
+//	go test ./internal/front/cli -run TestRealHistoryWholeCycle -realhistory.cycle -timeout 3h -v
+func TestRealHistoryWholeCycle(t *testing.T) {
+	if !*realCycle {
+		t.Skip("bisects 2,538 real commits for about an hour: run with -realhistory.cycle")
+	}
+	repo := pghistory.Repo(t, pghistory.PG16)
+	state := pgsrctest.EndToEnd(t)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main(context.Background(), []string{"bisect", "--state", state, "--repo", repo,
+		"-s", "../../../configs/scenarios/copy-single-instructions.yaml", "--metric", "copy_instructions",
+		"--good", "d31d30973a", "--bad", "5bcc7e6dc8~1", "--json"}, &stdout, io.MultiWriter(&stderr, testWriter{t}))
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("pgbisect bisect exited %d after %s:\n%s", code, wall.Round(time.Second), proctest.LastLines(stderr.String(), 60))
+	}
+	f, err := finding.Unmarshal(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("bisect output is not a finding: %v", err)
+	}
+	t.Logf("whole PG16 cycle: %s wall, %d builds, %d samples (%v)", wall.Round(time.Second), f.Builds, f.Samples, f.SamplesBy)
+	want := []string{"9f8377f7a27", "faff8f8e47f", "6fcda9aba83"}
+	var named []string
+	for _, c := range f.Culprits {
+		named = append(named, c.Commit.ShortHash())
+		ok := !c.IsRange() && c.Verified && slices.ContainsFunc(want, func(w string) bool { return strings.HasPrefix(c.Commit.Hash, w) })
+		if !ok {
+			t.Errorf("culprit %s (range %v, verified %v) is not one upstream blamed (%v)", c.Commit.ShortHash(), c.IsRange(), c.Verified, want)
+		}
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(f.Culprits, func(c finding.Culprit) bool { return strings.HasPrefix(c.Commit.Hash, w) }) {
+			t.Errorf("upstream's culprit %s not named (named %v)", w, named)
+		}
+	}
+}
+
+// testWriter sends a long study's progress to the test log as it comes.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
