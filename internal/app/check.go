@@ -36,7 +36,10 @@ func Check(r Request, sc Scenarios) (Request, error) {
 			return nil, errClientBin
 		}
 		if x.Resume != "" {
-			return x, checkResume(x)
+			if err := checkResume(x); err != nil {
+				return nil, err
+			}
+			return x, nil
 		}
 		name, set, revs = x.Scenario, x.Set, []string{x.Good, x.Bad}
 	case CompareRequest:
