@@ -1,6 +1,9 @@
 package app
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bench"
@@ -27,11 +30,16 @@ func Check(r Request, sc Scenarios) (Request, error) {
 		if err := x.Validate(); err != nil {
 			return nil, err
 		}
-		if x.Resume != "" {
-			return x, nil // its inputs are in the results store
-		}
+		// A resume is checked as a new request is: its flags come from
+		// the asker as much as a new one's.
 		if x.ClientBin != "" {
 			return nil, errClientBin
+		}
+		if x.Resume != "" {
+			if err := checkResume(x); err != nil {
+				return nil, err
+			}
+			return x, nil
 		}
 		name, set, revs = x.Scenario, x.Set, []string{x.Good, x.Bad}
 	case CompareRequest:
@@ -58,10 +66,11 @@ func Check(r Request, sc Scenarios) (Request, error) {
 		return nil, err
 	}
 	for _, rev := range revs {
-		// A revision, not an installation's bin directory (which a
-		// comparison measures as it is) or anything else on the disk.
-		if strings.HasPrefix(rev, "/") || strings.HasPrefix(rev, ".") || strings.HasPrefix(rev, "-") {
-			return nil, badRequest("%q is not a revision: a queued request names revisions (a hash, a tag, a branch), not directories", rev)
+		if rev == "" {
+			continue // a patched comparison's B
+		}
+		if err := checkRevision(rev); err != nil {
+			return nil, err
 		}
 	}
 	path, err := sc.Path(name)
@@ -90,6 +99,82 @@ func Check(r Request, sc Scenarios) (Request, error) {
 		return x, nil
 	}
 	return r, nil
+}
+
+// checkResume checks a resumed bisection's request: its ID is one a
+// bisection can have, and it gives none of the inputs the results store
+// holds (they would be ignored, so a request naming them is a mistake).
+func checkResume(r BisectRequest) error {
+	if !resumeID.MatchString(r.Resume) {
+		return badRequest("--resume %q is not a bisection ID: give the ID 'pgbisect status' lists (letters, digits, '.', '_' and '-', at most 128)", clip(r.Resume))
+	}
+	if r.Scenario != "" || len(r.Set) > 0 || r.Good != "" || r.Bad != "" || r.Metric != "" || r.Point != "" || r.FirstParent {
+		return badRequest("--resume takes the bisection's scenario, variables, revisions, metric and point from the results store: give none of them with it")
+	}
+	return nil
+}
+
+// resumeID is the syntax of a bisection's ID (finding.NewID's, a
+// state's random hex).
+var resumeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// MaxRevisionLen caps a revision in a request: a ref name, a hash, a tag
+// with ~N or ^N after it are all far shorter.
+const MaxRevisionLen = 200
+
+// checkRevision refuses what a request may not give as a revision: a
+// revision is git syntax (a hash, a tag, a branch such as
+// origin/REL_16_STABLE, with ~N and ^N after it), never a path, and a
+// request's revision is never looked up on the disk (a comparison
+// measures an installed bin directory only for the local command line).
+// Refused: control characters, spaces and any byte git's ref names
+// forbid; a start with '/', '.' or '-' (a path, an option); "..", "//",
+// "/." and a trailing '/' or '.' (a range or a path's parts, which no
+// ref name has); ':' (git's rev:path); '@{' (reflogs, of the daemon's own
+// history); a part "bin" (an installation's directory, however the
+// comparison would take it); and more than MaxRevisionLen bytes.
+func checkRevision(rev string) error {
+	bad := func(why string) error {
+		return badRequest("%q is not a revision: %s; a queued request names revisions (a hash, a tag, a branch, with ~N or ^N), not directories", clip(rev), why)
+	}
+	switch {
+	case rev == "":
+		return bad("it is empty")
+	case len(rev) > MaxRevisionLen:
+		return bad(fmt.Sprintf("it is longer than %d bytes", MaxRevisionLen))
+	case rev[0] == '/' || rev[0] == '.' || rev[0] == '-':
+		return bad("it starts with '/', '.' or '-'")
+	case strings.Contains(rev, ".."):
+		return bad("it holds \"..\" (give two revisions, not a range)")
+	case strings.Contains(rev, "//") || strings.Contains(rev, "/.") || strings.HasSuffix(rev, "/") || strings.HasSuffix(rev, "."):
+		return bad("it has a path's parts")
+	case strings.Contains(rev, "@{"):
+		return bad("it names a reflog entry")
+	case strings.HasSuffix(rev, ".lock"):
+		return bad("no ref name ends in .lock")
+	case slices.Contains(strings.Split(rev, "/"), "bin"):
+		return bad("it names a bin directory")
+	}
+	for _, c := range []byte(rev) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == '/', c == '+', c == '~', c == '^', c == '@':
+		default:
+			if c < ' ' || c > '~' {
+				return bad(fmt.Sprintf("it holds the byte 0x%02x, which no revision has", c))
+			}
+			return bad(fmt.Sprintf("it holds %q, which no revision has", rune(c)))
+		}
+	}
+	return nil
+}
+
+// clip shortens what a request gave for an error that quotes it.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
 }
 
 var errClientBin = badRequest("--client-bin names a directory on the daemon's machine, which a queued request may not: the daemon's config sets bench.client_bin")

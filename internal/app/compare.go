@@ -59,8 +59,18 @@ type CompareMetricResult struct {
 // stats section, not the bisection search's liberal ones.
 //
 // Its last event is KindDone, with the verdicts in Result (or the Error).
+//
+// Compare is the local command line's: A or B may be an installation's bin
+// directory. A queued comparison (runJob) is someone else's, whose
+// revisions are only ever built, never looked up on the disk.
 func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*CompareResult, error) {
-	res, err := a.compare(ctx, req, sink)
+	return a.compareDone(ctx, req, true, sink)
+}
+
+// compareDone runs a comparison, local if its revisions may be bin
+// directories, and emits KindDone.
+func (a *App) compareDone(ctx context.Context, req CompareRequest, local bool, sink Sink) (*CompareResult, error) {
+	res, err := a.compare(ctx, req, local, sink)
 	done := Event{Kind: KindDone}
 	if err != nil {
 		done.Error = err.Error()
@@ -71,7 +81,7 @@ func (a *App) Compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	return res, err
 }
 
-func (a *App) compare(ctx context.Context, req CompareRequest, sink Sink) (*CompareResult, error) {
+func (a *App) compare(ctx context.Context, req CompareRequest, local bool, sink Sink) (*CompareResult, error) {
 	if req.Profile && req.ProfileRuns < 1 {
 		return nil, badRequest("--profile-runs must be 1 or more (5 by default; 4 a side is the fewest that can reach p < 0.05)")
 	}
@@ -111,7 +121,7 @@ func (a *App) compare(ctx context.Context, req CompareRequest, sink Sink) (*Comp
 	}
 	var targets [2]bench.Target
 	for i, rev := range revs {
-		if targets[i], err = a.target(ctx, rev, sink); err != nil {
+		if targets[i], err = a.target(ctx, rev, local && patchedName == "", sink); err != nil {
 			return nil, err
 		}
 	}
@@ -200,9 +210,18 @@ func comparePoint(ctx context.Context, r *bench.Runner, sc *bench.Scenario, targ
 	return pr, nil
 }
 
-// target builds rev, or, when rev is a directory holding pg_ctl (an
-// installation's bin directory), measures that installation as it is.
-func (a *App) target(ctx context.Context, rev string, sink Sink) (bench.Target, error) {
+// target builds rev, or, when binDirs (the local command line's
+// comparison) and rev is a directory holding pg_ctl (an installation's
+// bin directory), measures that installation as it is. Without binDirs
+// rev is only ever a revision: a request's "tmp/evil/bin" is built, or
+// fails to resolve, whatever the daemon's disk holds.
+func (a *App) target(ctx context.Context, rev string, binDirs bool, sink Sink) (bench.Target, error) {
+	if !binDirs {
+		if err := checkRevision(rev); err != nil {
+			return bench.Target{}, err
+		}
+		return a.buildTarget(ctx, rev, sink)
+	}
 	if st, err := os.Stat(filepath.Join(rev, "pg_ctl")); err == nil && !st.IsDir() {
 		abs, err := filepath.Abs(rev)
 		if err != nil {

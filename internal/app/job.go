@@ -58,7 +58,7 @@ func (r CompareRequest) runJob(ctx context.Context, a *App, j Job, sink Sink) er
 	if err != nil {
 		return err
 	}
-	_, err = a.Compare(ctx, r, Journal(ctx, st, j.Events, sink, a.log))
+	_, err = a.compareDone(ctx, r, false, Journal(ctx, st, j.Events, sink, a.log))
 	return err
 }
 

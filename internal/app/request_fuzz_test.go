@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgbisect/pgbisect/internal/testkit/fuzztest"
@@ -87,4 +89,105 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Errorf("a %s request with an unknown field was accepted: %s", kind, extra)
 		}
 	})
+}
+
+// FuzzCheck feeds Check, which every front door that queues a request for
+// someone else calls, with a request decoded from a kind and JSON (what
+// POST /api/requests takes). Whatever the input: no panic, the time
+// bounded, and a request it accepts names nothing on the daemon's disk:
+// its scenario a bare name, no client bin, patch file or flame graph
+// path, and revisions and a resume ID free of control characters, paths'
+// parts and anything longer than a revision is.
+func FuzzCheck(f *testing.F) {
+	sc := Scenarios{Dirs: []string{"../../configs/scenarios"}}
+	for _, r := range []Request{
+		BisectRequest{Scenario: "copy-single", Good: "REL_15_0", Bad: "REL_16_0", Set: map[string]string{"rows": "1000"}, MaxTime: 3600e9},
+		BisectRequest{Resume: "20260130T021500Z-copy-single-9f8377f7a2", ClientBin: "/tmp/x"},
+		BisectRequest{Resume: "b-42", MaxTime: 3600e9},
+		BisectRequest{Scenario: "copy-single", Good: "tmp/evil/bin", Bad: "origin/REL_16_STABLE~2"},
+		CompareRequest{Scenario: "copy-single.yaml", A: "REL_16_0", B: "master^2"},
+		CompareRequest{Scenario: "copy-single", A: "REL_16_0", PatchData: []PatchData{{Name: "pull-17.diff", Data: []byte("diff --git a/x b/x\n")}}},
+		CompareRequest{Scenario: "copy-single", A: "../bin", B: "HEAD:src", Patches: []string{"/etc/shadow"}},
+	} {
+		kind, data, err := Encode(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(kind, []byte(data))
+	}
+	f.Fuzz(func(t *testing.T, kind string, data []byte) {
+		r, _, err := DecodeRequest(kind, data)
+		if err != nil {
+			return
+		}
+		var got Request
+		fuzztest.Within(t, func() { got, err = Check(r, sc) })
+		if err != nil {
+			if got != nil || !errors.Is(err, ErrBadRequest) {
+				t.Errorf("%s %s: %v (a request %+v)", kind, data, err, got)
+			}
+			fuzztest.ShortError(t, err, len(data))
+			return
+		}
+		switch x := got.(type) {
+		case BisectRequest:
+			if x.ClientBin != "" {
+				t.Errorf("accepted client bin %q", x.ClientBin)
+			}
+			if x.Resume != "" {
+				if strings.ContainsAny(x.Resume, "/\\:") || notRevision(x.Resume) != "" || x.Scenario+x.Good+x.Bad != "" {
+					t.Errorf("accepted resume %+v", x)
+				}
+				return
+			}
+			checkName(t, x.Scenario)
+			for _, rev := range []string{x.Good, x.Bad} {
+				if why := notRevision(rev); why != "" {
+					t.Errorf("accepted revision %q: %s", rev, why)
+				}
+			}
+		case CompareRequest:
+			if x.ClientBin != "" || len(x.Patches) > 0 || x.FlameGraph != "" {
+				t.Errorf("accepted a path: %+v", x)
+			}
+			checkName(t, x.Scenario)
+			for i, rev := range []string{x.A, x.B} {
+				if i == 1 && rev == "" && len(x.PatchData) > 0 {
+					continue
+				}
+				if why := notRevision(rev); why != "" {
+					t.Errorf("accepted revision %q: %s", rev, why)
+				}
+			}
+		default:
+			t.Errorf("accepted a %s request", got.Kind())
+		}
+	})
+}
+
+// notRevision says why s, accepted as a revision, could be taken for a
+// path or smuggle bytes: an independent restatement of checkRevision's
+// promise, so that the fuzzer checks it rather than repeats it.
+func notRevision(s string) string {
+	switch {
+	case s == "" || len(s) > 200:
+		return "its length"
+	case strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r >= 0x7f }):
+		return "a control, space or non-ASCII character"
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "~"):
+		return "a path's or an option's start"
+	case strings.Contains(s, "..") || strings.Contains(s, "//") || strings.Contains(s, "/.") || strings.ContainsAny(s, `\:`):
+		return "a path's parts"
+	case slices.Contains(strings.Split(s, "/"), "bin"):
+		return "a bin directory"
+	}
+	return ""
+}
+
+// checkName fails t unless scenario is a bare name.
+func checkName(t *testing.T, scenario string) {
+	t.Helper()
+	if scenario == "" || strings.ContainsAny(scenario, `/\`) || strings.HasPrefix(scenario, ".") || notRevision(scenario) != "" {
+		t.Errorf("accepted scenario %q", scenario)
+	}
 }
