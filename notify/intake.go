@@ -335,12 +335,26 @@ func issueNumber(u string) int {
 // does not match the secret.
 var ErrBadSignature = errors.New("webhook signature does not match the configured secret")
 
+// ErrPayloadTooLarge is returned by Webhook for a delivery whose body was
+// cut off by the server's limit (an http.MaxBytesReader): its signature
+// was not checked.
+var ErrPayloadTooLarge = errors.New("webhook payload over the server's limit")
+
 // Webhook reads one issue_comment delivery. It checks the signature with
 // github.ValidatePayload, and returns the delivery ID (for the caller to
 // make replays harmless) and the commands of a created or edited comment.
-// Other events and actions give no mentions and no error.
+// Other events and actions give no mentions and no error. ValidatePayload
+// reads the whole body first: the server bounds it (an http.MaxBytesReader
+// gives ErrPayloadTooLarge here).
 func (in *Intake) Webhook(ctx context.Context, r *http.Request, secret []byte) (delivery string, ms []Mention, err error) {
+	if r.Header.Get(github.SHA256SignatureHeader) == "" && r.Header.Get(github.SHA1SignatureHeader) == "" {
+		// Refused unread: nothing can make an unsigned body worth reading.
+		return "", nil, fmt.Errorf("%w: the delivery has no %s header", ErrBadSignature, github.SHA256SignatureHeader)
+	}
 	payload, err := github.ValidatePayload(r, secret)
+	if errors.As(err, new(*http.MaxBytesError)) {
+		return "", nil, fmt.Errorf("%w: %v", ErrPayloadTooLarge, err)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}

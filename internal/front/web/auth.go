@@ -1,7 +1,7 @@
 package web
 
 import (
-	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,14 +19,18 @@ import (
 //
 //   - Programs send it as a bearer token (Authorization: Bearer TOKEN).
 //   - People sign in once at /login with it; the answer sets two HttpOnly
-//     cookies holding a session derived from the token (an HMAC of its
-//     purpose and expiry, keyed by the token), so the server keeps no
-//     session state, every process serving the same store with the same
-//     token accepts it, and changing the token signs everyone out.
-//     The read cookie is SameSite=Lax, so a link from a GitHub issue opens
-//     a private dashboard's page; the write cookie is SameSite=Strict, and
-//     only it (or the bearer token) authorises a write. Every POST is
+//     cookies, each holding a random session id that this server keeps in
+//     memory (sessions), so signing out ends the session on the server, not
+//     only in the browser, and a restart or a changed token signs everyone
+//     out. The read cookie is SameSite=Lax, so a link from a GitHub issue
+//     opens a private dashboard's page; the write cookie is SameSite=Strict,
+//     and only it (or the bearer token) authorises a write. Every POST is
 //     also behind http.CrossOriginProtection.
+//
+// A wrong token, at /login or as a bearer token, costs the client (its
+// address, see clientOf) one try of a small bucket (guesses); with the
+// bucket empty, its attempts are refused with 429 before the token is
+// looked at.
 //
 // Writes always need the token. Reads need it only when Config.Private is
 // set.
@@ -34,38 +39,102 @@ const (
 	readCookie  = "pgbisect_session"
 	writeCookie = "pgbisect_write"
 	// sessionTTL is how long a sign-in lasts.
-	sessionTTL = 14 * 24 * time.Hour
+	sessionTTL = 24 * time.Hour
+	// maxSessions bounds the sessions kept; signing in beyond it ends the
+	// session that would end first.
+	maxSessions = 1000
 )
 
-// sessionValue is the cookie value of a session for purpose ("read",
-// "write") that ends at expiry: the expiry and its MAC.
+// session is one cookie's server-side record.
+type session struct {
+	purpose string // "read" or "write"
+	expiry  time.Time
+	// login is shared by the cookies of one sign-in, which sign out together.
+	login [16]byte
+}
+
+// sessions are the live sessions, by the SHA-256 of the cookie value (so a
+// map lookup's timing says nothing about a valid value).
+type sessions struct {
+	mu sync.Mutex
+	m  map[[32]byte]session
+}
+
+// add records a session for purpose of sign-in login until expiry and
+// returns its cookie value.
+func (ss *sessions) add(purpose string, expiry time.Time, login [16]byte) string {
+	var b [32]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails (crypto/rand)
+	v := hex.EncodeToString(b[:])
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.m == nil {
+		ss.m = map[[32]byte]session{}
+	}
+	if len(ss.m) >= maxSessions {
+		now := time.Now()
+		var first [32]byte
+		var firstExp time.Time
+		for k, s := range ss.m {
+			if !now.Before(s.expiry) {
+				delete(ss.m, k)
+			} else if firstExp.IsZero() || s.expiry.Before(firstExp) {
+				first, firstExp = k, s.expiry
+			}
+		}
+		if len(ss.m) >= maxSessions {
+			delete(ss.m, first)
+		}
+	}
+	ss.m[sha256.Sum256([]byte(v))] = session{purpose: purpose, expiry: expiry, login: login}
+	return v
+}
+
+// valid reports whether value is a live session for purpose.
+func (ss *sessions) valid(value, purpose string) bool {
+	if value == "" {
+		return false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[sha256.Sum256([]byte(value))]
+	return ok && s.purpose == purpose && time.Now().Before(s.expiry)
+}
+
+// end ends the sign-ins that the cookie values belong to, every cookie of
+// them.
+func (ss *sessions) end(values ...string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ended := map[[16]byte]bool{}
+	for _, v := range values {
+		if s, ok := ss.m[sha256.Sum256([]byte(v))]; ok {
+			ended[s.login] = true
+		}
+	}
+	for k, s := range ss.m {
+		if ended[s.login] || !time.Now().Before(s.expiry) {
+			delete(ss.m, k)
+		}
+	}
+}
+
+// sessionValue starts a session for purpose ("read", "write") that ends at
+// expiry, and returns its cookie value.
 func (s *Server) sessionValue(purpose string, expiry time.Time) string {
-	exp := strconv.FormatInt(expiry.Unix(), 10)
-	return exp + "." + s.sessionMAC(purpose, exp)
+	var login [16]byte
+	rand.Read(login[:]) //nolint:errcheck // never fails (crypto/rand)
+	return s.sessions.add(purpose, expiry, login)
 }
 
-func (s *Server) sessionMAC(purpose, exp string) string {
-	m := hmac.New(sha256.New, []byte(s.cfg.Token))
-	fmt.Fprintf(m, "pgbisect dashboard session\x00%s\x00%s", purpose, exp)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// validSession reports whether r carries an unexpired session cookie for
+// validSession reports whether r carries a live session cookie for
 // purpose.
 func (s *Server) validSession(r *http.Request, name, purpose string) bool {
 	c, err := r.Cookie(name)
 	if err != nil || s.cfg.Token == "" {
 		return false
 	}
-	exp, mac, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return false
-	}
-	sec, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || time.Now().Unix() >= sec {
-		return false
-	}
-	return hmac.Equal([]byte(mac), []byte(s.sessionMAC(purpose, exp)))
+	return s.sessions.valid(c.Value, purpose)
 }
 
 // tokenMatches compares a presented token with Config.Token in constant
@@ -78,10 +147,38 @@ func (s *Server) tokenMatches(got string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
+// bearerToken is the bearer token r carries, if any.
+func bearerToken(r *http.Request) (string, bool) {
+	return strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
+
 // bearer reports whether r carries the token as a bearer token.
 func (s *Server) bearer(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got, ok := bearerToken(r)
 	return ok && s.tokenMatches(got)
+}
+
+// checkBearer counts a wrong bearer token against its client, and refuses
+// (true, with 429) a request carrying one from a client out of guesses.
+func (s *Server) checkBearer(w http.ResponseWriter, r *http.Request) bool {
+	if _, ok := bearerToken(r); !ok {
+		return false
+	}
+	client := clientOf(r)
+	if wait := s.guesses.wait(client); wait > 0 {
+		s.tooManyGuesses(w, wait)
+		return true
+	}
+	if !s.bearer(r) {
+		s.guesses.miss(client)
+	}
+	return false
+}
+
+// tooManyGuesses answers a client out of guesses.
+func (s *Server) tooManyGuesses(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	http.Error(w, "too many wrong tokens from this address: try again later", http.StatusTooManyRequests)
 }
 
 // canWrite reports whether r may queue work: the bearer token or the
@@ -152,6 +249,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.loginPage(w, r, http.StatusOK, r.URL.Query().Get("next"), "")
 }
 
+// secureCookies reports whether the session cookies of r's answer are
+// Secure: when r came over TLS, or when Config.PublicURL says the
+// dashboard is reached over https (through a proxy that ends TLS). A
+// client's X-Forwarded-Proto is not believed.
+func (s *Server) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(s.cfg.PublicURL), "https://")
+}
+
 // loginPost checks the token of the sign-in form and, when it matches,
 // sets the session cookies and returns to the form's next page.
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
@@ -161,28 +266,41 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 		s.loginPage(w, r, http.StatusForbidden, next, "Signing in is off: start pgbisect serve with PGBISECT_WEB_TOKEN set.")
 		return
 	}
+	client := clientOf(r)
+	if wait := s.guesses.wait(client); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		s.loginPage(w, r, http.StatusTooManyRequests, next, fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", int(wait.Seconds())+1))
+		return
+	}
 	if !s.tokenMatches(r.PostFormValue("token")) {
+		s.guesses.miss(client)
 		s.log.Warn("a failed sign-in on the dashboard", "remote", r.RemoteAddr)
 		s.loginPage(w, r, http.StatusUnauthorized, next, "That is not the dashboard's token.")
 		return
 	}
 	expiry := time.Now().Add(sessionTTL)
-	secure := r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+	var login [16]byte
+	rand.Read(login[:]) //nolint:errcheck // never fails (crypto/rand)
 	for _, c := range []struct {
 		name, purpose string
 		same          http.SameSite
 	}{{readCookie, "read", http.SameSiteLaxMode}, {writeCookie, "write", http.SameSiteStrictMode}} {
-		http.SetCookie(w, &http.Cookie{Name: c.name, Value: s.sessionValue(c.purpose, expiry), Path: "/", Expires: expiry,
-			HttpOnly: true, Secure: secure, SameSite: c.same})
+		http.SetCookie(w, &http.Cookie{Name: c.name, Value: s.sessions.add(c.purpose, expiry, login), Path: "/", Expires: expiry,
+			HttpOnly: true, Secure: s.secureCookies(r), SameSite: c.same})
 	}
 	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
 }
 
-// logout ends this browser's session (other browsers keep theirs until
-// they expire or the token changes).
+// logout ends this browser's session, on the server too: its cookies no
+// longer work, even if they were copied.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	var values []string
 	for _, name := range []string{readCookie, writeCookie} {
-		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		if c, err := r.Cookie(name); err == nil {
+			values = append(values, c.Value)
+		}
+		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	}
+	s.sessions.end(values...)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

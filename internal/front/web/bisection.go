@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pgbisect/pgbisect/bisect"
@@ -301,72 +300,4 @@ func (s *Server) bisectionJSON(w http.ResponseWriter, r *http.Request) {
 		Status string        `json:"status"`
 		State  *bisect.State `json:"state"`
 	}{st.ID, string(st.Phase), st})
-}
-
-// events streams job {job}'s stored events as server-sent events, from
-// after the Last-Event-ID the browser resends on reconnecting, or ?after=N,
-// until the job's last event ("done") or the client goes away. Each
-// event's data is an eventView as JSON and its id the event's sequence
-// number. After the last event the server ends the stream, and a browser
-// reconnecting after it gets 204 No Content, which tells an EventSource
-// not to reconnect: a page of finished work holds no connection open.
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	after := r.Header.Get("Last-Event-ID")
-	if after == "" {
-		after = r.URL.Query().Get("after")
-	}
-	var afterSeq int64
-	if after != "" {
-		n, err := strconv.ParseInt(after, 10, 64)
-		if err != nil || n < 0 {
-			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("after=%q: want the sequence number of the last event seen", after))
-			return
-		}
-		afterSeq = n
-	}
-	ctx, cancel := s.ctx(r)
-	last, err := s.st.LastEvents(ctx, job, 1)
-	cancel()
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err)
-		return
-	}
-	if len(last) == 1 && last[0].Kind == string(app.KindDone) && last[0].Seq <= afterSeq {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	s.streams.Add(1)
-	defer s.streams.Add(-1)
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	// A comment first, so the browser sees the stream open at once.
-	if _, err := fmt.Fprint(w, ": following "+job+"\n\n"); err != nil {
-		return
-	}
-	if err := rc.Flush(); err != nil {
-		return
-	}
-	err = s.st.FollowEvents(r.Context(), job, afterSeq, func(e store.Event) error {
-		data, err := json.Marshal(viewEvent(e))
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data); err != nil {
-			return err
-		}
-		if err := rc.Flush(); err != nil {
-			return err
-		}
-		if e.Kind == string(app.KindDone) {
-			return store.ErrStopFollowing
-		}
-		return nil
-	})
-	if err != nil && r.Context().Err() == nil {
-		s.log.Warn("following job events", "job", job, "err", err)
-	}
 }

@@ -106,8 +106,14 @@ type Config struct {
 	// running job or queue.
 	Jobs JobLister
 	// Webhook, when set, takes GitHub's issue_comment deliveries at POST
-	// /github/webhook (it checks their signature itself).
+	// /github/webhook (it checks their signature itself). The route is
+	// public, so the server bounds what a delivery may cost before the
+	// handler sees it (webhook.go).
 	Webhook http.Handler
+	// WebhookMaxBody is the largest webhook body taken, in bytes; a
+	// larger one is refused with 413 without being read. Default:
+	// DefaultWebhookMaxBody, GitHub's own cap on a delivery.
+	WebhookMaxBody int64
 
 	// Token authenticates writes (POST /api/requests, the request form),
 	// as a bearer token or through a session made by signing in with it
@@ -121,6 +127,18 @@ type Config struct {
 	// Enqueue queues the requests (a Queue; EnqueueFunc in tests). Nil
 	// disables writes.
 	Enqueue Enqueuer
+	// PublicURL is where readers reach the dashboard (github's
+	// dashboard_url); when it is https, the session cookies are Secure
+	// even though the server itself speaks plain HTTP behind a proxy.
+	// Default: Secure only over TLS.
+	PublicURL string
+
+	// StreamsPerClient and Streams bound the event streams open at once,
+	// from one client address (429 beyond) and in all (503 beyond).
+	// Default: 6 (a browser's connections to one server) and 64. Behind
+	// a proxy every reader has the proxy's address: raise
+	// StreamsPerClient there.
+	StreamsPerClient, Streams int
 }
 
 //go:embed templates/*.html
@@ -139,8 +157,28 @@ type Server struct {
 	pages map[string]*template.Template
 	reg   *prometheus.Registry
 	plots plotCache
-	// streams counts the event streams open.
+	// streams counts the event streams open; slots bounds them.
 	streams atomic.Int64
+	slots   streamSlots
+	// sessions are the signed-in browsers; guesses the wrong tokens per
+	// client (auth.go).
+	sessions sessions
+	guesses  *buckets
+	// limits of the connection and the streams; New sets the defaults,
+	// tests shorter ones.
+	timeouts timeouts
+}
+
+// timeouts are the server's time limits.
+type timeouts struct {
+	// header and body bound reading a request's header and its body; write
+	// writing an answer (but for the event streams, whose each write gets
+	// write again); idle a kept-alive connection's wait for the next
+	// request.
+	header, body, write, idle time.Duration
+	// streamLife ends an event stream (the browser reconnects where it
+	// left off, and so counts against the limits again).
+	streamLife time.Duration
 }
 
 // New returns the dashboard over st.
@@ -151,8 +189,22 @@ func New(st Store, cfg Config) (*Server, error) {
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = 30 * time.Second
 	}
+	if cfg.WebhookMaxBody <= 0 {
+		cfg.WebhookMaxBody = DefaultWebhookMaxBody
+	}
+	if cfg.StreamsPerClient <= 0 {
+		cfg.StreamsPerClient = 6
+	}
+	if cfg.Streams <= 0 {
+		cfg.Streams = 64
+	}
 	s := &Server{st: st, cfg: cfg, log: cfg.Log, mux: http.NewServeMux(), pages: map[string]*template.Template{},
-		cop: http.NewCrossOriginProtection()}
+		cop:     http.NewCrossOriginProtection(),
+		slots:   streamSlots{perClient: cfg.StreamsPerClient, total: cfg.Streams},
+		guesses: newBuckets(guessBurst, guessEvery),
+		// A page's answer has its queries' time and more to be written.
+		timeouts: timeouts{header: 10 * time.Second, body: 30 * time.Second, write: cfg.QueryTimeout + 30*time.Second,
+			idle: 2 * time.Minute, streamLife: 10 * time.Minute}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -211,7 +263,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /login", s.loginPost)
 	s.mux.HandleFunc("POST /logout", s.logout)
 	if s.cfg.Webhook != nil {
-		s.mux.Handle("POST /github/webhook", s.cfg.Webhook)
+		s.mux.Handle("POST /github/webhook", s.limitWebhook(s.cfg.Webhook))
 	}
 	s.mux.HandleFunc("GET /findings/{id}", s.finding)
 	s.mux.HandleFunc("GET /findings/{id}/plots/{file}", s.findingPlot)
@@ -231,7 +283,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error()+": a form on another site cannot post to the dashboard", http.StatusForbidden)
 		return
 	}
-	if s.private(w, r) {
+	s.bodyDeadline(w, r)
+	if s.checkBearer(w, r) || s.private(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -239,10 +292,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Serve serves the dashboard on ln until ctx ends, then shuts down: open
 // event streams are ended and other requests get 10 seconds to finish.
+//
+// A request's header must arrive within 10 seconds and its body within
+// 30 (bodyDeadline); an answer must be written within the query timeout
+// and 30 seconds more, but for the event streams, which extend their own
+// deadline at each write (events); a kept-alive connection is closed after
+// 2 minutes without a request. There is no http.Server ReadTimeout: it
+// would cancel a slow page's context, and an event stream's, when it
+// passed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, stop := context.WithCancel(context.Background())
 	defer stop()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: s.timeouts.header, WriteTimeout: s.timeouts.write, IdleTimeout: s.timeouts.idle,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
