@@ -61,7 +61,7 @@ func serveRun(ctx context.Context, env *Env) error {
 // queued for class.
 func dashboard(ctx context.Context, env *Env, cfg *config.Config, st *store.Store, queue *jobs.Queue, addr, commitURL, class string, hook http.Handler) (func() error, error) {
 	wc := web.Config{Addr: addr, CommitURL: commitURL, Log: env.Log, Token: os.Getenv(webTokenEnv), Private: cfg.Web.Private,
-		Jobs: queue, Webhook: hook, Scenarios: scenarioCatalog(cfg).Names()}
+		Jobs: queue, Webhook: hook, Scenarios: scenarioCatalog(cfg).Names(), PublicURL: cfg.GitHub.DashboardURL}
 	if wc.Private && wc.Token == "" {
 		return nil, fmt.Errorf("the config says web.private: true, but %s is not set: a private dashboard needs the token its readers sign in with", webTokenEnv)
 	}

@@ -452,7 +452,11 @@ func TestServeStopsWithOpenStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/events/serve-stop")
+	// A stream of a job that exists: an unknown job's is a 404.
+	if _, err := st.AppendEvent(context.Background(), "serve-stop-"+t.Name(), "note", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + ln.Addr().String() + "/events/serve-stop-" + t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
