@@ -324,13 +324,8 @@ func (in *Intake) Poll(ctx context.Context, since time.Time) ([]Mention, time.Ti
 // MaxCommandsPerComment, then one mention counting the rest (Dropped).
 func (in *Intake) mentions(id int64, issue int, user string, updated time.Time, link, body string) []Mention {
 	var out []Mention
-	lines := Commands(body, in.handle)
+	lines, dropped := TakenCommands(body, in.handle)
 	for i, line := range lines {
-		if i == MaxCommandsPerComment {
-			out = append(out, Mention{CommentID: id, Index: i, Issue: issue, User: user, Updated: updated, URL: link,
-				Dropped: len(lines) - i})
-			break
-		}
 		m := Mention{CommentID: id, Index: i, Issue: issue, User: user, Updated: updated, URL: link, Line: line}
 		args, err := SplitArgs(line)
 		if err != nil {
@@ -339,7 +334,20 @@ func (in *Intake) mentions(id int64, issue int, user string, updated time.Time, 
 		m.Args = args
 		out = append(out, m)
 	}
+	if dropped > 0 {
+		out = append(out, Mention{CommentID: id, Index: len(lines), Issue: issue, User: user, Updated: updated, URL: link, Dropped: dropped})
+	}
 	return out
+}
+
+// TakenCommands are the command lines of a comment the bot takes (the
+// first MaxCommandsPerComment of Commands) and how many more it does not.
+func TakenCommands(body, handle string) (taken []string, dropped int) {
+	lines := Commands(body, handle)
+	if len(lines) <= MaxCommandsPerComment {
+		return lines, 0
+	}
+	return lines[:MaxCommandsPerComment], len(lines) - MaxCommandsPerComment
 }
 
 // issueNumber reads the number at the end of a comment's issue_url.
