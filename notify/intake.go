@@ -41,7 +41,16 @@ type Mention struct {
 	// Err is why Line could not be split (an unclosed quote); the caller
 	// answers it.
 	Err string `json:"err,omitempty"`
+	// Dropped, on the mention after the comment's first
+	// MaxCommandsPerComment (which has no Line), counts the commands
+	// past them that are not taken: the caller refuses them in one reply.
+	Dropped int `json:"dropped,omitempty"`
 }
+
+// MaxCommandsPerComment is how many commands of one comment the bot
+// takes; the rest are refused together, so one comment of 3,000 lines
+// costs at most this many answers and API calls, not 3,000.
+const MaxCommandsPerComment = 5
 
 // Commands returns the command lines addressed to handle ("@pgbisect") in
 // a comment body: lines that start with the handle, outside fenced or
@@ -311,9 +320,12 @@ func (in *Intake) Poll(ctx context.Context, since time.Time) ([]Mention, time.Ti
 	return out, next, nil
 }
 
+// mentions are the commands of one comment: the first
+// MaxCommandsPerComment, then one mention counting the rest (Dropped).
 func (in *Intake) mentions(id int64, issue int, user string, updated time.Time, link, body string) []Mention {
 	var out []Mention
-	for i, line := range Commands(body, in.handle) {
+	lines, dropped := TakenCommands(body, in.handle)
+	for i, line := range lines {
 		m := Mention{CommentID: id, Index: i, Issue: issue, User: user, Updated: updated, URL: link, Line: line}
 		args, err := SplitArgs(line)
 		if err != nil {
@@ -322,7 +334,20 @@ func (in *Intake) mentions(id int64, issue int, user string, updated time.Time, 
 		m.Args = args
 		out = append(out, m)
 	}
+	if dropped > 0 {
+		out = append(out, Mention{CommentID: id, Index: len(lines), Issue: issue, User: user, Updated: updated, URL: link, Dropped: dropped})
+	}
 	return out
+}
+
+// TakenCommands are the command lines of a comment the bot takes (the
+// first MaxCommandsPerComment of Commands) and how many more it does not.
+func TakenCommands(body, handle string) (taken []string, dropped int) {
+	lines := Commands(body, handle)
+	if len(lines) <= MaxCommandsPerComment {
+		return lines, 0
+	}
+	return lines[:MaxCommandsPerComment], len(lines) - MaxCommandsPerComment
 }
 
 // issueNumber reads the number at the end of a comment's issue_url.
@@ -391,18 +416,55 @@ func (in *Intake) Webhook(ctx context.Context, r *http.Request, secret []byte) (
 // write, maintain or admin permission on the repository. why names the
 // permission found, for the refusal.
 func (in *Intake) Authorized(ctx context.Context, user string) (ok bool, why string, err error) {
+	a, err := in.Access(ctx, user)
+	return a.Allowed, a.Why, err
+}
+
+// Access is what a commenter may do.
+type Access struct {
+	// Allowed: listed in Allow, or with write, maintain or admin
+	// permission on the repository; such a user may start jobs and
+	// cancel their own.
+	Allowed bool
+	// Maintainer: admin or maintain permission; such a user may also
+	// cancel anyone's jobs, nightly passes included. A user only listed
+	// in Allow is not one.
+	Maintainer bool
+	// Why names the permission found, for a refusal.
+	Why string
+}
+
+// Access says what user may do on the repository (Access), asking GitHub
+// once, unless user is listed in Allow.
+func (in *Intake) Access(ctx context.Context, user string) (Access, error) {
 	if in.allow[strings.ToLower(user)] {
-		return true, "listed in github.allow", nil
+		return Access{Allowed: true, Why: "listed in github.allow"}, nil
 	}
-	p, _, err := in.client.Repositories.GetPermissionLevel(ctx, in.owner, in.repo, user)
+	// role_name tells maintain from write; go-github's struct lacks it
+	// (its permission field says write for both).
+	req, err := in.client.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
+		url.PathEscape(in.owner), url.PathEscape(in.repo), url.PathEscape(user)), nil)
 	if err != nil {
-		return false, "", fmt.Errorf("asking GitHub for %s's permission on %s/%s: %w", user, in.owner, in.repo, err)
+		return Access{}, fmt.Errorf("asking GitHub for %s's permission on %s/%s: %w", user, in.owner, in.repo, err)
 	}
-	switch p.GetPermission() {
-	case "admin", "maintain", "write":
-		return true, p.GetPermission() + " permission", nil
+	var p struct {
+		Permission string `json:"permission"`
+		RoleName   string `json:"role_name"`
 	}
-	return false, fmt.Sprintf("%s permission on %s/%s", orNone(p.GetPermission()), in.owner, in.repo), nil
+	if _, err := in.client.Do(ctx, req, &p); err != nil {
+		return Access{}, fmt.Errorf("asking GitHub for %s's permission on %s/%s: %w", user, in.owner, in.repo, err)
+	}
+	level := p.RoleName
+	if level == "" {
+		level = p.Permission
+	}
+	switch level {
+	case "admin", "maintain":
+		return Access{Allowed: true, Maintainer: true, Why: level + " permission"}, nil
+	case "write":
+		return Access{Allowed: true, Why: "write permission"}, nil
+	}
+	return Access{Why: fmt.Sprintf("%s permission on %s/%s", orNone(level), in.owner, in.repo)}, nil
 }
 
 func orNone(s string) string {

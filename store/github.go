@@ -121,6 +121,33 @@ func (s *Store) JobsRequestedSince(ctx context.Context, login string, t time.Tim
 	return n, nil
 }
 
+// CommandsSince counts the commands login gave since t, whatever the bot
+// did with them (queued, answered, refused), for the hourly limit on
+// commands.
+func (s *Store) CommandsSince(ctx context.Context, login string, t time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, "SELECT count(*) FROM github_commands WHERE login = $1 AND at >= $2", login, t).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the commands %s gave: %w", login, err)
+	}
+	return n, nil
+}
+
+// JobQueuedBy returns the login whose command in repo queued job jobID,
+// or "" when no command did (a nightly pass, a job from the web or the
+// command line): who may cancel it as its own.
+func (s *Store) JobQueuedBy(ctx context.Context, repo, jobID string) (string, error) {
+	var login string
+	err := s.db.QueryRow(ctx, "SELECT login FROM github_commands WHERE repo = $1 AND job_id = $2 LIMIT 1", repo, jobID).Scan(&login)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("finding who queued job %s: %w", jobID, err)
+	}
+	return login, nil
+}
+
 // SeenDelivery records a webhook delivery ID and reports whether it was
 // seen before (a replay).
 func (s *Store) SeenDelivery(ctx context.Context, id string) (bool, error) {

@@ -67,6 +67,24 @@ func TestGitHubIntakeRecords(t *testing.T) {
 	if n, err := s.JobsRequestedSince(ctx, "andres", t0.Add(-24*time.Hour)); err != nil || n != 2 {
 		t.Errorf("andres asked for %d jobs (%v), want 2", n, err)
 	}
+	// The hourly limit counts every command, the answers too.
+	if n, err := s.CommandsSince(ctx, "andres", time.Now().Add(-time.Hour)); err != nil || n != 3 {
+		t.Errorf("andres gave %d commands in the last hour (%v), want 3", n, err)
+	}
+	if n, err := s.CommandsSince(ctx, "andres", time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("andres gave %d commands after the next hour (%v)", n, err)
+	}
+	// A job is found by the command that queued it; one no command
+	// queued (a nightly pass) is nobody's.
+	if who, err := s.JobQueuedBy(ctx, "pg/bot", "job-1"); err != nil || who != "andres" {
+		t.Errorf("job-1 queued by %q (%v), want andres", who, err)
+	}
+	if who, err := s.JobQueuedBy(ctx, "pg/other", "job-1"); err != nil || who != "" {
+		t.Errorf("job-1 of another repository queued by %q (%v)", who, err)
+	}
+	if who, err := s.JobQueuedBy(ctx, "pg/bot", "job-99"); err != nil || who != "" {
+		t.Errorf("job-99 queued by %q (%v)", who, err)
+	}
 
 	if seen, err := s.SeenDelivery(ctx, "d-1"); seen || err != nil {
 		t.Errorf("first delivery: %v %v", seen, err)

@@ -102,11 +102,13 @@ func Check(r Request, sc Scenarios) (Request, error) {
 }
 
 // checkResume checks a resumed bisection's request: its ID is one a
-// bisection can have, and it gives none of the inputs the results store
+// bisection can have (no "..": an ID names directories, profiles/ID;
+// "0..", which FuzzCheck found taken, climbs none, but no ID needs one),
+// and it gives none of the inputs the results store
 // holds (they would be ignored, so a request naming them is a mistake).
 func checkResume(r BisectRequest) error {
-	if !resumeID.MatchString(r.Resume) {
-		return badRequest("--resume %q is not a bisection ID: give the ID 'pgbisect status' lists (letters, digits, '.', '_' and '-', at most 128)", clip(r.Resume))
+	if !resumeID.MatchString(r.Resume) || strings.Contains(r.Resume, "..") {
+		return badRequest("--resume %q is not a bisection ID: give the ID 'pgbisect status' lists (letters, digits, '.', '_' and '-', no \"..\", at most 128)", clip(r.Resume))
 	}
 	if r.Scenario != "" || len(r.Set) > 0 || r.Good != "" || r.Bad != "" || r.Metric != "" || r.Point != "" || r.FirstParent {
 		return badRequest("--resume takes the bisection's scenario, variables, revisions, metric and point from the results store: give none of them with it")

@@ -236,7 +236,13 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			p = "read"
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"permission": p, "user": map[string]any{"login": user}})
+		// As GitHub answers: permission is the legacy level (maintain
+		// reads as write, triage as read), role_name the role.
+		legacy := map[string]string{"maintain": "write", "triage": "read"}[p]
+		if legacy == "" {
+			legacy = p
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"permission": legacy, "role_name": p, "user": map[string]any{"login": user}})
 	case r.Method == "POST" && strings.HasPrefix(path, repo+"issues/comments/") && strings.HasSuffix(path, "/reactions"):
 		var body struct {
 			Content string `json:"content"`

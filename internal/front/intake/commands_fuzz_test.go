@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,11 @@ import (
 // comment: no panic, the time bounded, split words that re-quote to the
 // same words, and either a short error or a request the queue's strict
 // decoder reads, with its numbers in the ranges the other front doors
-// allow, that parses again, written back as a command, to the same request.
+// allow, naming nothing on the daemon's disk (no client bin, a bare
+// scenario name, revisions and a resume ID without control characters or
+// a path's parts), that parses again, written back as a command, to the
+// same request. Of the comment's command lines the bot takes at most
+// notify.MaxCommandsPerComment, the rest counted.
 func FuzzIntakeCommand(f *testing.F) {
 	const token = "ghp_fuzzINTAKE"
 	hub := githubtest.New(f, token)
@@ -55,12 +60,24 @@ func FuzzIntakeCommand(f *testing.F) {
 		"@pgbisect compare copy-single REL_16_0 --patch " + files.URL + "/thread.mbox --pr '#17' --min-effect 0.1",
 		`@pgbisect bisect copy-single --good "a b" --bad 'c d' --alpha 0.01 --profile-runs 0 --profile-guided=false --no-revert-check --first-parent`,
 		"@pgbisect bisect --resume b-42 --max-time 1h",
+		// Issue 36's attacks.
+		"@pgbisect bisect --resume b-42 --client-bin /tmp/x",
+		"@pgbisect bisect --resume ../../etc --max-time 1h",
+		"@pgbisect compare copy-single REL_16_0 tmp/evil/bin",
+		"@pgbisect bisect copy-single --good REL_15_0..REL_16_0 --bad 'HEAD:src'",
+		"@pgbisect bisect copy-single --good \"a\x1b[2Jb\" --bad B",
+		strings.Repeat("@pgbisect status\n", 7) + "@pgbisect cancel 1",
 	} {
 		f.Add(c)
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, line := range notify.Commands(body, "@pgbisect") {
+		all := notify.Commands(body, "@pgbisect")
+		taken, dropped := notify.TakenCommands(body, "@pgbisect")
+		if len(taken) > notify.MaxCommandsPerComment || len(taken)+dropped != len(all) || !reflect.DeepEqual(taken, all[:len(taken)]) {
+			t.Errorf("of %d command lines %d taken, %d dropped", len(all), len(taken), dropped)
+		}
+		for _, line := range taken {
 			if line != strings.TrimSpace(line) || strings.Contains(line, "\n") {
 				t.Errorf("command line %q is not one trimmed line", line)
 			}
@@ -114,12 +131,30 @@ func checkIntakeRequest(t *testing.T, ctx context.Context, parse func(context.Co
 		if err := r.Validate(); err != nil {
 			t.Errorf("%q: queued an invalid request: %v", args, err)
 		}
+		if r.ClientBin != "" {
+			t.Errorf("%q: queued client bin %q", args, r.ClientBin)
+		}
+		if r.Resume != "" {
+			if why := notRevision(r.Resume); why != "" || strings.ContainsAny(r.Resume, "/~^@") {
+				t.Errorf("%q: queued resume %q (%s)", args, r.Resume, why)
+			}
+		} else {
+			checkQueuedNames(t, args, r.Scenario, r.Good, r.Bad)
+		}
 		checkRanges(t, args, r.MinEffect, r.MaxSamples, r.Alpha)
 		// The request's own flags, its scenario as the path it resolved
 		// to ("bisect -s PATH" parses too: see docs/fuzzing.md).
 		again = append([]string{"bisect"}, r.Args()...)
 	case app.CompareRequest:
 		checkRanges(t, args, r.MinEffect, r.MaxSamples, 0)
+		if r.ClientBin != "" || len(r.Patches) > 0 || r.FlameGraph != "" {
+			t.Errorf("%q: queued a path: %+v", args, r)
+		}
+		if r.B == "" {
+			checkQueuedNames(t, args, r.Scenario, r.A)
+		} else {
+			checkQueuedNames(t, args, r.Scenario, r.A, r.B)
+		}
 		total := 0
 		for _, p := range r.PatchData {
 			if _, err := build.ParsePatches(p.Name, p.Data); err != nil {
@@ -168,4 +203,36 @@ func checkRanges(t *testing.T, args []string, minEffect float64, maxSamples int,
 	if !(alpha >= 0 && alpha < 0.5) {
 		t.Errorf("%q: queued alpha %g (in [0, 0.5))", args, alpha)
 	}
+}
+
+// checkQueuedNames holds a queued request's scenario to a bare name and
+// its revisions to what notRevision allows.
+func checkQueuedNames(t *testing.T, args []string, scenario string, revs ...string) {
+	t.Helper()
+	if scenario == "" || strings.ContainsAny(scenario, `/\`) || strings.HasPrefix(scenario, ".") || notRevision(scenario) != "" {
+		t.Errorf("%q: queued scenario %q", args, scenario)
+	}
+	for _, rev := range revs {
+		if why := notRevision(rev); why != "" {
+			t.Errorf("%q: queued revision %q: %s", args, rev, why)
+		}
+	}
+}
+
+// notRevision says why s, queued as a revision, could be taken for a path
+// or smuggle bytes (app's FuzzCheck states the same on its own).
+func notRevision(s string) string {
+	switch {
+	case s == "" || len(s) > 200:
+		return "its length"
+	case strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r >= 0x7f }):
+		return "a control, space or non-ASCII character"
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "~"):
+		return "a path's or an option's start"
+	case strings.Contains(s, "..") || strings.Contains(s, "//") || strings.Contains(s, "/.") || strings.ContainsAny(s, `\:`):
+		return "a path's parts"
+	case slices.Contains(strings.Split(s, "/"), "bin"):
+		return "a bin directory"
+	}
+	return ""
 }

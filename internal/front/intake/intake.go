@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +43,13 @@ type Options struct {
 	// Default: 10 per 24 hours.
 	RateLimit  int
 	RateWindow time.Duration
-	Now        func() time.Time
-	Log        *slog.Logger
+	// CommandLimit is how many commands of any kind (status and cancel,
+	// refusals and mistakes too) one user may give per hour; past it the
+	// bot answers once and then stays silent until the hour has passed.
+	// Default: 30.
+	CommandLimit int
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // Dispatcher acts on the commands of one repository.
@@ -62,6 +68,9 @@ func New(o Options) (*Dispatcher, error) {
 	}
 	if o.RateWindow <= 0 {
 		o.RateWindow = 24 * time.Hour
+	}
+	if o.CommandLimit <= 0 {
+		o.CommandLimit = 30
 	}
 	if o.FollowFor <= 0 {
 		o.FollowFor = 30 * 24 * time.Hour
@@ -154,29 +163,59 @@ func (d *Dispatcher) Webhook(secret []byte) http.Handler {
 // Handle acts on one command, at most once: it returns false for a
 // command acted on before. An error means nothing was recorded and the
 // command should be tried again (GitHub or the store was unavailable).
+//
+// Nothing is answered before the commenter's permission is known, and a
+// commenter without it gets one short refusal per comment (on its first
+// command), the comment's other commands recorded unanswered: a comment
+// of many lines from anyone costs at most one reply. Past the hourly
+// CommandLimit a user's commands are recorded and refused with one reply.
 func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error) {
 	cmd := store.GitHubCommand{CommentID: m.CommentID, LineNo: m.Index, Repo: d.o.Intake.Repo(), Issue: m.Issue,
 		Login: m.User, Command: m.Line}
-	answer := func(outcome, reply string) (bool, error) {
+	record := func(outcome string) (bool, error) {
 		cmd.Outcome = outcome
 		if _, err := d.o.Store.TakeCommand(ctx, cmd, nil); errors.Is(err, store.ErrCommandSeen) {
 			return false, nil
 		} else if err != nil {
 			return false, err
 		}
-		d.reply(ctx, m, reply)
 		return true, nil
 	}
-	if m.Err != "" {
-		return answer("error: "+m.Err, fmt.Sprintf("@%s I could not read that command: %s.", m.User, m.Err))
+	answer := func(outcome, reply string) (bool, error) {
+		did, err := record(outcome)
+		if did {
+			d.reply(ctx, m, reply)
+		}
+		return did, err
 	}
-	ok, why, err := d.o.Intake.Authorized(ctx, m.User)
+	access, err := d.o.Intake.Access(ctx, m.User)
 	if err != nil {
 		return false, err
 	}
-	if !ok {
-		return answer("refused: "+why, fmt.Sprintf("@%s sorry, only users with write permission on %s, or listed in the bot's github.allow, can start jobs (you have %s).",
-			m.User, d.o.Intake.Repo(), why))
+	if !access.Allowed {
+		if m.Index > 0 {
+			return record("refused: " + access.Why)
+		}
+		return answer("refused: "+access.Why, fmt.Sprintf("@%s sorry, only users with write permission on %s, or listed in the bot's github.allow, can start jobs (you have %s).",
+			m.User, d.o.Intake.Repo(), access.Why))
+	}
+	n, err := d.o.Store.CommandsSince(ctx, m.User, d.o.Now().Add(-time.Hour))
+	if err != nil {
+		return false, err
+	}
+	if n >= d.o.CommandLimit {
+		if n > d.o.CommandLimit {
+			return record("rate limited: commands")
+		}
+		return answer("rate limited: commands", fmt.Sprintf("@%s you have given %d commands in the last hour, the most one user may: the bot ignores your commands until the hour has passed.",
+			m.User, n))
+	}
+	if m.Dropped > 0 {
+		return answer(fmt.Sprintf("refused: %d commands past the first %d", m.Dropped, notify.MaxCommandsPerComment),
+			fmt.Sprintf("@%s the bot takes at most %d commands from one comment: the %d after them were not acted on.", m.User, notify.MaxCommandsPerComment, m.Dropped))
+	}
+	if m.Err != "" {
+		return answer("error: "+m.Err, fmt.Sprintf("@%s I could not read that command: %s.", m.User, m.Err))
 	}
 	limited := func() (bool, error) {
 		n, err := d.o.Store.JobsRequestedSince(ctx, m.User, d.o.Now().Add(-d.o.RateWindow))
@@ -200,12 +239,28 @@ func (d *Dispatcher) Handle(ctx context.Context, m notify.Mention) (bool, error)
 	if err != nil {
 		return answer("error: "+err.Error(), fmt.Sprintf("@%s %s", m.User, err))
 	}
+	if req.Kind == "cancel" && !access.Maintainer {
+		who, err := d.o.Store.JobQueuedBy(ctx, d.o.Intake.Repo(), strconv.FormatInt(req.Job, 10))
+		if err != nil {
+			return false, err
+		}
+		if !strings.EqualFold(who, m.User) {
+			return answer("refused: cancel of another's job", fmt.Sprintf("@%s job %d was not queued by a comment of yours: you may cancel only your own jobs (a maintainer, with admin or maintain permission on %s, may cancel any).",
+				m.User, req.Job, d.o.Intake.Repo()))
+		}
+	}
 	if req.AnswerOnly {
+		// Recorded first, so a comment polled again (or edited) runs
+		// its cancel once, not at every poll that lists it.
+		if did, err := record("answered"); !did || err != nil {
+			return did, err
+		}
 		text, err := d.o.Queue.Answer(ctx, req)
 		if err != nil {
 			text = fmt.Sprintf("`%s` failed: %v", req.Kind, err)
 		}
-		return answer("answered", fmt.Sprintf("@%s %s", m.User, text))
+		d.reply(ctx, m, fmt.Sprintf("@%s %s", m.User, text))
+		return true, nil
 	}
 	if did, err := limited(); did || err != nil {
 		return did, err

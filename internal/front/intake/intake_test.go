@@ -40,6 +40,8 @@ type fixture struct {
 	fail   error    // the next Enqueue fails with it
 	// pending answers Pending; nil: no job may run again.
 	pending func(ctx context.Context, jobID string) (bool, error)
+	// answered are the answer-only requests run, in order.
+	answered []Request
 }
 
 // Enqueue implements Queue: a row of the results store's jobs table.
@@ -68,8 +70,11 @@ func (f *fixture) Pending(ctx context.Context, jobID string) (bool, error) {
 	return f.pending(ctx, jobID)
 }
 
-// Answer implements Queue.
-func (f *fixture) Answer(context.Context, Request) (string, error) { return "idle, 0 jobs queued", nil }
+// Answer implements Queue, recording the request.
+func (f *fixture) Answer(_ context.Context, req Request) (string, error) {
+	f.answered = append(f.answered, req)
+	return "idle, 0 jobs queued", nil
+}
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{hub: githubtest.New(t, token), st: storetest.Store(t)}
