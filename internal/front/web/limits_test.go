@@ -136,3 +136,49 @@ func TestWebhookBodyLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestEventStreamLimits: a stream of a job that does not exist is a 404
+// (today's code streamed it forever), and one client holds at most its
+// share of streams: the next is a 429 until one closes.
+func TestEventStreamLimits(t *testing.T) {
+	st := storetest.Store(t)
+	srv, err := New(st, Config{StreamsPerClient: 2, Streams: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	if resp, _ := do(t, ts.Client(), "GET", ts.URL+"/events/does-not-exist", "", nil); resp.StatusCode != 404 {
+		t.Errorf("the stream of an unknown job: %d, want 404", resp.StatusCode)
+	}
+	job := "limits-" + t.Name()
+	if _, err := st.AppendEvent(context.Background(), job, "note", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func() *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/events/"+job, nil)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var held []*http.Response
+	for i := 0; i < 2; i++ {
+		resp := open()
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d, want 200", i+1, resp.StatusCode)
+		}
+		held = append(held, resp)
+	}
+	resp := open()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third stream from one client with a share of 2: %d, want 429", resp.StatusCode)
+	}
+	for _, r := range held {
+		r.Body.Close()
+	}
+}
