@@ -130,7 +130,8 @@ const MaxRevisionLen = 200
 // request's revision is never looked up on the disk (a comparison
 // measures an installed bin directory only for the local command line).
 // Refused: control characters, spaces and any byte git's ref names
-// forbid; a start with '/', '.' or '-' (a path, an option); "..", "//",
+// forbid; a start but with a letter, a digit or '@' (a path, an option,
+// a home directory); "..", "//",
 // "/." and a trailing '/' or '.' (a range or a path's parts, which no
 // ref name has); ':' (git's rev:path); '@{' (reflogs, of the daemon's own
 // history); a part "bin" (an installation's directory, however the
@@ -144,8 +145,10 @@ func checkRevision(rev string) error {
 		return bad("it is empty")
 	case len(rev) > MaxRevisionLen:
 		return bad(fmt.Sprintf("it is longer than %d bytes", MaxRevisionLen))
-	case rev[0] == '/' || rev[0] == '.' || rev[0] == '-':
-		return bad("it starts with '/', '.' or '-'")
+	case !isAlnum(rev[0]) && rev[0] != '@':
+		// '/', '.': a path; '-': an option; '~': a home directory
+		// (FuzzCheck found "~0" taken); '^', '+': no revision.
+		return bad("it starts with neither a letter, a digit nor '@'")
 	case strings.Contains(rev, ".."):
 		return bad("it holds \"..\" (give two revisions, not a range)")
 	case strings.Contains(rev, "//") || strings.Contains(rev, "/.") || strings.HasSuffix(rev, "/") || strings.HasSuffix(rev, "."):
@@ -159,7 +162,7 @@ func checkRevision(rev string) error {
 	}
 	for _, c := range []byte(rev) {
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case isAlnum(c):
 		case c == '.', c == '_', c == '-', c == '/', c == '+', c == '~', c == '^', c == '@':
 		default:
 			if c < ' ' || c > '~' {
@@ -169,6 +172,10 @@ func checkRevision(rev string) error {
 		}
 	}
 	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // clip shortens what a request gave for an error that quotes it.

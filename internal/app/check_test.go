@@ -86,7 +86,7 @@ func TestCheckRevisionSyntax(t *testing.T) {
 	for _, rev := range []string{
 		"tmp/evil/bin", "usr/lib/postgresql/16/bin", "bin", "REL_15..REL_16", "a/../b", "a//b", "a/.x", "a/", "a.",
 		"HEAD:src/include", "master@{1}", "a b", "a\tb", "a\x00b", "a\x1bb", "x.lock", "a*", "a\\b", strings.Repeat("a", 201),
-		"héllo",
+		"héllo", "~0", "^HEAD", "+x", ".x", "-x",
 	} {
 		for _, r := range []Request{
 			BisectRequest{Scenario: "copy-single", Good: rev, Bad: "REL_16_0"},
