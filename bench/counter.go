@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,11 +118,16 @@ func parsePerfStat(out string) (float64, bool) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			return v, true
+			return v, isCount(v)
 		}
 	}
 	return 0, false
 }
+
+// isCount reports whether v can be a count of instructions: the files
+// counted are written where a patched server runs, and a NaN, an infinity
+// or a negative number would poison every statistic it entered.
+func isCount(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // parseCachegrind reads the Ir total of a cachegrind output file (its
 // "summary:" line; --cache-sim=no counts instructions only).
@@ -134,10 +140,22 @@ func parseCachegrind(data []byte) (float64, error) {
 			if len(f) == 0 {
 				break
 			}
-			return strconv.ParseFloat(f[0], 64)
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err != nil || !isCount(v) {
+				return 0, fmt.Errorf("the summary line's %q is not a count of instructions", clipField(f[0]))
+			}
+			return v, nil
 		}
 	}
 	return 0, errors.New("no summary line (did the process exit normally?)")
+}
+
+// clipField shortens a field an error quotes.
+func clipField(s string) string {
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "..."
+	}
+	return s
 }
 
 // CheckCounter refuses to compare instruction counts of two counters:

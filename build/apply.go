@@ -45,6 +45,7 @@ type treeFile struct {
 	data    []byte
 	mode    filemode.FileMode
 	deleted bool
+	patch   string // the Patch.Name that wrote it last
 }
 
 // ApplyPatches applies patches in order on top of base (anything Resolve
@@ -54,7 +55,10 @@ type treeFile struct {
 // is always the same commit, and its hash is the build cache key: a patch
 // tried twice, or a revert and a patch that make the same tree, build
 // once. Nothing is written to the repository when a patch does not
-// apply; the error is an *ApplyError.
+// apply; the error is an *ApplyError. Nor when the patched tree would
+// hold a path pgbisect does not write (see RefusedError): absolute, with
+// a ".." or .git element, a file written through a symbolic link, a link
+// out of its directory; the error is then a *RefusedError.
 //
 // Hunks are applied where their context and removed lines match exactly,
 // at the line the hunk names or, as git apply does, at the nearest line
@@ -95,10 +99,16 @@ func (r *Repo) ApplyPatches(base string, patches []Patch) (Commit, error) {
 	}
 	for _, p := range patches {
 		for _, fd := range p.Files {
+			if err := checkFileNames(p.Name, fd); err != nil {
+				return Commit{}, err
+			}
 			if err := applyFile(p.Name, fd, load, files); err != nil {
 				return Commit{}, err
 			}
 		}
+	}
+	if err := r.checkPatched(bc, tree, files); err != nil {
+		return Commit{}, err
 	}
 
 	s := r.repo.Storer
@@ -186,9 +196,75 @@ func applyFile(patch string, fd *gitdiff.File, load func(string) (*treeFile, err
 		files[oldPath] = &treeFile{deleted: true}
 	}
 	if newPath != "" {
-		files[newPath] = &treeFile{data: out.Bytes(), mode: mode}
+		files[newPath] = &treeFile{data: out.Bytes(), mode: mode, patch: patch}
 	}
 	return nil
+}
+
+// checkFileNames refuses a file's diff whose old or new path pgbisect
+// does not write (pathProblem), before anything is read or applied.
+func checkFileNames(patch string, fd *gitdiff.File) error {
+	for _, p := range []struct {
+		name string
+		used bool
+	}{{fd.OldName, !fd.IsNew}, {fd.NewName, !fd.IsDelete}} {
+		if !p.used {
+			continue
+		}
+		if why := pathProblem(p.name); why != "" {
+			return &RefusedError{Patch: patch, Path: p.name, Reason: why}
+		}
+	}
+	return nil
+}
+
+// checkPatched refuses a patched tree that pgbisect would not check out
+// (checkTree): the base's files with the patches' changes, each path
+// blamed on the patch that wrote it, or on base when it was there.
+func (r *Repo) checkPatched(bc *object.Commit, tree *object.Tree, files map[string]*treeFile) error {
+	base, err := treeFiles(tree)
+	if err != nil {
+		return fmt.Errorf("tree of %s: %w", Short(bc.Hash.String()), err)
+	}
+	all := map[string]treeEntry{}
+	for p, e := range base {
+		all[p] = treeEntry{symlink: e.mode == filemode.Symlink, target: r.blobText(e.hash)}
+	}
+	for p, f := range files {
+		if f.deleted {
+			delete(all, p)
+			continue
+		}
+		data := string(f.data)
+		all[p] = treeEntry{symlink: f.mode == filemode.Symlink, target: func() (string, error) { return data, nil }, source: f.patch}
+	}
+	return checkTree(all, func(e treeEntry, path, reason string) error {
+		if e.source == "" {
+			return &RefusedError{Commit: bc.Hash.String(), Path: path, Reason: reason}
+		}
+		return &RefusedError{Patch: e.source, Path: path, Reason: reason}
+	})
+}
+
+// blobText returns a reader of a blob's content, for a symbolic link's
+// target: at most maxLinkTarget+1 bytes.
+func (r *Repo) blobText(h plumbing.Hash) func() (string, error) {
+	return func() (string, error) {
+		blob, err := r.repo.BlobObject(h)
+		if err != nil {
+			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
+		}
+		rd, err := blob.Reader()
+		if err != nil {
+			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
+		}
+		defer rd.Close()
+		data, err := io.ReadAll(io.LimitReader(rd, maxLinkTarget+1))
+		if err != nil {
+			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
+		}
+		return string(data), nil // linkProblem refuses one that is too long
+	}
 }
 
 // applyText applies the hunks of one file in order, each where its old

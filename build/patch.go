@@ -55,6 +55,8 @@ func ReadPatchFile(path string) ([]Patch, error) {
 }
 
 // ParsePatches parses data (see ReadPatchFile); name is used in errors.
+// A diff of a path pgbisect does not write (absolute, with a ".." or .git
+// element, a control character) is refused with a *RefusedError.
 func ParsePatches(name string, data []byte) ([]Patch, error) {
 	var out []Patch
 	if isMail(data) {
@@ -92,6 +94,13 @@ func parseDiff(name, subject string, text []byte) (*Patch, error) {
 	}
 	if len(files) == 0 {
 		return nil, nil
+	}
+	// Refused here already, so that a comment naming such a patch is
+	// answered before it is queued; ApplyPatches checks again.
+	for _, fd := range files {
+		if err := checkFileNames(name, fd); err != nil {
+			return nil, err
+		}
 	}
 	if subject == "" {
 		// git format-patch output: the preamble is the mail header.

@@ -165,6 +165,9 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 	if err != nil {
 		return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
 	}
+	if err := checkCheckout(repo, commit, target); err != nil {
+		return 0, err
+	}
 	old, err := readManifest(w.manifestPath())
 	if err != nil {
 		// Unknown contents: start over rather than guess.
@@ -176,6 +179,14 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 	if err := os.MkdirAll(w.src(), 0o755); err != nil {
 		return 0, err
 	}
+	// Every write, removal and read below goes through src's os.Root: a
+	// path checkCheckout missed, or a symbolic link left on disk, still
+	// cannot make root write outside the source.
+	root, err := os.OpenRoot(w.src())
+	if err != nil {
+		return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
+	}
+	defer root.Close()
 	force, _ := readLines(w.pendingPath())
 
 	var writes, deletes []string
@@ -190,11 +201,14 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		}
 	}
 	for _, p := range force {
+		if pathProblem(p) != "" {
+			continue // not a path any checkout wrote
+		}
 		e, ok := target[p]
 		switch {
 		case !ok:
 			deletes = append(deletes, p)
-		case !onDisk(filepath.Join(w.src(), filepath.FromSlash(p)), e):
+		case !onDisk(root, p, e):
 			// Only files that really differ: rewriting an intact
 			// configure would make make re-run it (minutes).
 			writes = append(writes, p)
@@ -214,13 +228,13 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 		return 0, err
 	}
 	for _, p := range deletes {
-		full := filepath.Join(w.src(), filepath.FromSlash(p))
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			if err := os.RemoveAll(full); err != nil {
+		rel := filepath.FromSlash(p)
+		if err := root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := root.RemoveAll(rel); err != nil {
 				return 0, fmt.Errorf("checkout %s: removing %s: %w", Short(commit), p, err)
 			}
 		}
-		removeEmptyParents(w.src(), filepath.Dir(full))
+		removeEmptyParents(root, filepath.Dir(rel))
 	}
 	// Every file written by one checkout gets the same modification time.
 	// Trees imported from release tarballs track generated files (bison
@@ -236,11 +250,11 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 				return 0, err
 			}
 		}
-		if err := writeEntry(repo, w.src(), p, target[p]); err != nil {
+		if err := writeEntry(repo, root, p, target[p]); err != nil {
 			return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
 		}
 		if target[p].mode != filemode.Symlink {
-			if err := os.Chtimes(filepath.Join(w.src(), filepath.FromSlash(p)), stamp, stamp); err != nil {
+			if err := root.Chtimes(filepath.FromSlash(p), stamp, stamp); err != nil {
 				return 0, fmt.Errorf("checkout %s: %w", Short(commit), err)
 			}
 		}
@@ -254,9 +268,11 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 	return len(writes) + len(deletes), nil
 }
 
-// onDisk reports whether the file at full has e's content and mode.
-func onDisk(full string, e fileEntry) bool {
-	fi, err := os.Lstat(full)
+// onDisk reports whether the file at p under root has e's content and
+// mode.
+func onDisk(root *os.Root, p string, e fileEntry) bool {
+	rel := filepath.FromSlash(p)
+	fi, err := root.Lstat(rel)
 	if err != nil {
 		return false
 	}
@@ -265,7 +281,7 @@ func onDisk(full string, e fileEntry) bool {
 		if fi.Mode()&os.ModeSymlink == 0 {
 			return false
 		}
-		target, err := os.Readlink(full)
+		target, err := root.Readlink(rel)
 		return err == nil && plumbing.ComputeHash(plumbing.BlobObject, []byte(target)) == e.hash
 	case filemode.Executable:
 		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o100 == 0 {
@@ -276,11 +292,14 @@ func onDisk(full string, e fileEntry) bool {
 			return false
 		}
 	}
-	f, err := os.Open(full)
+	f, err := root.Open(rel)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != fi.Size() {
+		return false // replaced since the Lstat
+	}
 	h := plumbing.NewHasher(plumbing.BlobObject, fi.Size())
 	if _, err := io.Copy(h, f); err != nil {
 		return false
@@ -308,8 +327,21 @@ func treeFiles(tree *object.Tree) (map[string]fileEntry, error) {
 	}
 }
 
-func writeEntry(repo *Repo, root, p string, e fileEntry) error {
-	full := filepath.Join(root, filepath.FromSlash(p))
+// checkCheckout refuses a commit whose tree pgbisect will not write
+// (checkTree): a pull request's commit is anyone's tree.
+func checkCheckout(repo *Repo, commit string, target map[string]fileEntry) error {
+	all := make(map[string]treeEntry, len(target))
+	for p, e := range target {
+		all[p] = treeEntry{symlink: e.mode == filemode.Symlink, target: repo.blobText(e.hash)}
+	}
+	return checkTree(all, func(_ treeEntry, path, reason string) error {
+		return &RefusedError{Commit: commit, Path: path, Reason: reason}
+	})
+}
+
+// writeEntry writes the file p (slash-separated) of e under root.
+func writeEntry(repo *Repo, root *os.Root, p string, e fileEntry) error {
+	rel := filepath.FromSlash(p)
 	blob, err := repo.repo.BlobObject(e.hash)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
@@ -319,32 +351,39 @@ func writeEntry(repo *Repo, root, p string, e fileEntry) error {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	defer r.Close()
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		// A file where a directory must go: remove it.
-		if err := removeFileAncestor(root, filepath.Dir(full)); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			// A file (or a link) where a directory must go: remove it.
+			if err := removeFileAncestor(root, dir); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
 		}
 	}
-	if fi, err := os.Lstat(full); err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 || e.mode == filemode.Symlink) {
-		if err := os.RemoveAll(full); err != nil {
+	if fi, err := root.Lstat(rel); err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 || e.mode == filemode.Symlink) {
+		if err := root.RemoveAll(rel); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 	}
 	if e.mode == filemode.Symlink {
-		target, err := io.ReadAll(r)
+		target, err := io.ReadAll(io.LimitReader(r, maxLinkTarget+1))
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
-		return os.Symlink(string(target), full)
+		return root.Symlink(string(target), rel)
 	}
 	perm := os.FileMode(0o644)
 	if e.mode == filemode.Executable {
 		perm = 0o755
 	}
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	// O_EXCL: the old file was removed above if it was a link; a link
+	// appearing since is not followed.
+	if err := root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
@@ -359,20 +398,22 @@ func writeEntry(repo *Repo, root, p string, e fileEntry) error {
 	return f.Close()
 }
 
-// removeFileAncestor removes the regular file that stands where a directory
-// on the way to dir must be.
-func removeFileAncestor(root, dir string) error {
-	for d := dir; len(d) > len(root); d = filepath.Dir(d) {
-		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
-			return os.Remove(d)
+// removeFileAncestor removes the file or link that stands under root where
+// a directory on the way to dir must be.
+func removeFileAncestor(root *os.Root, dir string) error {
+	for d := dir; d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+		if fi, err := root.Lstat(d); err == nil && !fi.IsDir() {
+			return root.Remove(d)
 		}
 	}
 	return nil
 }
 
-func removeEmptyParents(root, dir string) {
-	for len(dir) > len(root) {
-		if os.Remove(dir) != nil {
+// removeEmptyParents removes dir and the directories above it under root
+// while they are empty.
+func removeEmptyParents(root *os.Root, dir string) {
+	for dir != "." && dir != string(filepath.Separator) {
+		if root.Remove(dir) != nil {
 			return
 		}
 		dir = filepath.Dir(dir)
@@ -403,7 +444,7 @@ func readManifest(path string) (map[string]fileEntry, error) {
 		mode, rest, ok1 := strings.Cut(sc.Text(), " ")
 		hash, p, ok2 := strings.Cut(rest, " ")
 		fm, err := filemode.New(mode)
-		if !ok1 || !ok2 || err != nil || !plumbing.IsHash(hash) {
+		if !ok1 || !ok2 || err != nil || !plumbing.IsHash(hash) || pathProblem(p) != "" {
 			return nil, fmt.Errorf("corrupt manifest %s", path)
 		}
 		m[p] = fileEntry{mode: fm, hash: plumbing.NewHash(hash)}
