@@ -73,9 +73,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := c.Run(ctx, &Env{Args: args[1:], Stdout: stdout, Stderr: stderr, Log: log})
+	var status *exitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &status):
+		if status.err != nil {
+			fmt.Fprintf(stderr, "pgbisect %s: %s\n", c.Name, strings.TrimPrefix(status.err.Error(), errUsage.Error()+": "))
+		}
+		return status.code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
@@ -86,7 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "pgbisect %s: interrupted: %v\n", c.Name, err)
-		return 130
+		return exitInterrupted
 	default:
 		fmt.Fprintf(stderr, "pgbisect %s: %v\n", c.Name, err)
 		return 1
