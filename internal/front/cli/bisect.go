@@ -34,7 +34,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}
