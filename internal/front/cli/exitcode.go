@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pgbisect/pgbisect/bench"
 	"github.com/pgbisect/pgbisect/bench/stats"
 	"github.com/pgbisect/pgbisect/bisect"
 	"github.com/pgbisect/pgbisect/build"
+	"github.com/pgbisect/pgbisect/internal/app"
 )
 
 // Exit statuses beyond 0 (success), 1 (error) and 2 (usage) that carry a
@@ -92,7 +92,7 @@ func compareErrorCode(ctx context.Context, err error) int {
 	switch {
 	case ctx.Err() != nil:
 		return exitInterrupted
-	case errors.Is(err, build.ErrBuildFailed), errors.Is(err, bench.ErrUnmeasurable):
+	case errors.Is(err, build.ErrBuildFailed), errors.Is(err, app.ErrUnmeasurable):
 		return exitSkip
 	default:
 		return exitAbort
