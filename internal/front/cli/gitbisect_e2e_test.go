@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -86,5 +87,20 @@ func TestGitBisectRunCompare(t *testing.T) {
 	t.Logf("git bisect run named %s in %s (%d steps run by pgbisect compare --exit-code):\n%s", short(culprit), wall.Round(time.Second), steps-2, log)
 	if strings.Contains(log, "# skip: ") {
 		t.Logf("note: a commit was skipped (compare exited 125: undecided within the budget)")
+	}
+
+	// pgbisect bisect's own status when the regression is not there: from
+	// good to the commit just before the culprit (a regression test's
+	// edit, so the build of the execMain.c comment before it) the
+	// endpoints measure the same: exit 3, not 0 as for a culprit found.
+	start = time.Now()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"bisect", "--state", state, "--repo", clone, "-s", scenario, "--set", "rows=100000",
+		"--good", good, "--bad", h.Commits[i-1], "--metric", "copy_time", "--min-effect", "0.25", "--alpha", "0.001", "--max-samples", "30",
+		"--no-revert-check", "--profile-runs", "0", "--profile-guided=false", "--json"}, &stdout, &stderr)
+	t.Logf("bisect of a range without the regression: exit %d in %s", code, time.Since(start).Round(time.Second))
+	if code != exitNotReproduced || !strings.Contains(stderr.String(), "exit 3: outcome no-regression") {
+		t.Errorf("bisect %s..%s exited %d, want %d (not reproduced):\n%s", short(good), short(h.Commits[i-1]), code, exitNotReproduced,
+			proctest.LastLines(stderr.String(), 40))
 	}
 }
