@@ -160,6 +160,12 @@ func StoreName(url string) string {
 // (internal/base/redact).
 func RedactURL(u string) string { return redact.String(u) }
 
+// ErrUnmeasurable is matched (errors.Is) by the error of an operation
+// that failed because a target built but could not be measured: initdb,
+// the server's start, a setup or workload step failed, or the server
+// crashed (bench.MeasureError). 'compare --exit-code' skips such a commit.
+var ErrUnmeasurable = bench.ErrUnmeasurable
+
 // Builder returns the builder of the App's repository, opening (or
 // cloning) it the first time. Clone and build progress go to sink as
 // build-step events. A failure is not kept: the next call tries again.

@@ -34,7 +34,7 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,20 @@ func bisectRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	return bisectPrint(env.Stdout, out, *asJSON)
+	if err := bisectPrint(env.Stdout, out, *asJSON); err != nil {
+		return err
+	}
+	return bisectStatus(out.State.Outcome)
+}
+
+// bisectStatus is the error that makes pgbisect exit with the status of a
+// bisection that ended with outcome o (bisectExitCode), nil for found.
+func bisectStatus(o bisect.Outcome) error {
+	code := bisectExitCode(o)
+	if code == 0 {
+		return nil
+	}
+	return &exitStatus{code: code, err: fmt.Errorf("exit %d: outcome %s (docs/cli.md lists the statuses)", code, o)}
 }
 
 // bisectPrint prints a finished bisection: its finding as JSON, or the

@@ -43,7 +43,7 @@ func runBuild(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}

@@ -67,15 +67,24 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "-V" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "pgbisect: unknown command %q%s\nRun 'pgbisect help' for the list of commands.\n", args[0], suggest(args[0]))
 		return 2
 	}
 	err := c.Run(ctx, &Env{Args: args[1:], Stdout: stdout, Stderr: stderr, Log: log})
+	var status *exitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &status):
+		if status.err != nil {
+			fmt.Fprintf(stderr, "pgbisect %s: %s\n", c.Name, strings.TrimPrefix(status.err.Error(), errUsage.Error()+": "))
+		}
+		return status.code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
@@ -86,7 +95,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "pgbisect %s: interrupted: %v\n", c.Name, err)
-		return 130
+		return exitInterrupted
 	default:
 		fmt.Fprintf(stderr, "pgbisect %s: %v\n", c.Name, err)
 		return 1
@@ -206,9 +215,10 @@ type commonFlags struct {
 // addCommonFlags declares --config, --state and --repo.
 func addCommonFlags(fs *flag.FlagSet) commonFlags {
 	return commonFlags{
-		config: fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)"),
-		state:  fs.String("state", "", "state `DIR` (default from the config)"),
-		repo:   fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)"),
+		config: fs.String("config", "", "config `FILE` (default $PGBISECT_CONFIG, else STATE/pgbisect.yaml, else configs/pgbisect.yaml\n"+
+			"in a pgbisect checkout, else the defaults; docs/cli.md)"),
+		state: fs.String("state", "", "state `DIR` (default from the config)"),
+		repo:  fs.String("repo", "", "PostgreSQL repository `DIR_OR_URL` (default from the config)"),
 	}
 }
 
@@ -219,11 +229,12 @@ func addStoreFlags(fs *flag.FlagSet) commonFlags {
 	return f
 }
 
-// load loads the config (configs/pgbisect.yaml when it exists and no
-// --config is given, else the defaults) and applies the flags to it, with
-// the state directory and a local repository made absolute.
-func (f commonFlags) load() (*config.Config, error) {
-	cfg, err := loadConfig(*f.config)
+// load finds and loads the config (findConfig's order), applies the flags
+// to it, with the state directory and a local repository made absolute,
+// and prints on w (stderr; nil for none) the line naming the config file
+// and the repository in use.
+func (f commonFlags) load(w io.Writer) (*config.Config, error) {
+	cfg, src, err := loadConfigFrom(*f.config, *f.state)
 	if err != nil {
 		return nil, err
 	}
@@ -244,13 +255,14 @@ func (f commonFlags) load() (*config.Config, error) {
 			cfg.Repo = abs
 		}
 	}
+	printConfigLine(w, src, cfg)
 	return cfg, nil
 }
 
 // open loads the config with the flags applied and opens the application
 // on it. The caller closes it.
 func (f commonFlags) open(ctx context.Context, env *Env) (*app.App, *config.Config, error) {
-	cfg, err := f.load()
+	cfg, err := f.load(env.Stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -314,17 +326,4 @@ func eventLine(e app.Event) string {
 		return "==> " + e.Text
 	}
 	return e.Text
-}
-
-// loadConfig loads the config file, configs/pgbisect.yaml when it exists
-// and file is "", else the defaults.
-func loadConfig(file string) (*config.Config, error) {
-	if file != "" {
-		return config.LoadFile(file)
-	}
-	const def = "configs/pgbisect.yaml"
-	if _, err := os.Stat(def); err == nil {
-		return config.LoadFile(def)
-	}
-	return config.Default(), nil
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -29,6 +31,20 @@ type (
 )
 
 func runCompare(ctx context.Context, env *Env) error {
+	err := compareRun(ctx, env)
+	if err == nil || !wantsExitCode(env.Args) {
+		return err
+	}
+	// With --exit-code every failure is a status git bisect run acts on
+	// (see compareErrorCode); the results printed already say the verdict.
+	var status *exitStatus
+	if errors.As(err, &status) || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &exitStatus{code: compareErrorCode(ctx, err), err: err}
+}
+
+func compareRun(ctx context.Context, env *Env) error {
 	fs := newFlags(env, "compare", "-s SCENARIO A B [flags]\n       pgbisect compare -s SCENARIO BASE --patch FILE [--patch FILE ...] [flags]\n\n"+
 		"A and B are revisions to build (or reuse from the cache), or bin directories of installations.\n"+
 		"With --patch, B is BASE with the patches applied in order (git diff or format-patch output, or an mbox).")
@@ -50,6 +66,8 @@ func runCompare(ctx context.Context, env *Env) error {
 	flame := fs.String("flamegraph", "", "with --profile, write the differential flame graph (B against A) as SVG to `FILE`")
 	var patches buildFlagList
 	fs.Var(&patches, "patch", "apply `FILE` (git diff, git format-patch or an mbox) on top of the one revision given and compare with it (repeatable, applied in order)")
+	exitCode := fs.Bool("exit-code", false, "exit 0 when B is the same as A or faster, 1 when a metric regressed, 125 when undecided or a side\n"+
+		"cannot be built or measured, 128 on any other error: git bisect run's statuses (docs/cli.md)")
 	orderSeed := fs.Uint64("order-seed", 0, "seed of the order of samples, which side starts each A B B A block (default random; the JSON output records it)")
 	pos, err := parseFlags(fs, env)
 	if err != nil {
@@ -89,9 +107,17 @@ func runCompare(ctx context.Context, env *Env) error {
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		err = enc.Encode(res)
+	} else {
+		err = comparePrint(env.Stdout, *res)
 	}
-	return comparePrint(env.Stdout, *res)
+	if err != nil || !*exitCode {
+		return err
+	}
+	if code, why := compareExitCode(res); code != 0 {
+		return &exitStatus{code: code, err: errors.New(why)}
+	}
+	return nil
 }
 
 // comparePrint writes a benchstat-like table: both sides, the change with its

@@ -57,7 +57,7 @@ func runDB(ctx context.Context, env *Env) error {
 	if action != "psql" && len(rest) > 0 {
 		return usageError("db %s takes no arguments, got %q", action, rest)
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}

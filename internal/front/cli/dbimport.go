@@ -18,7 +18,7 @@ func dbImport(ctx context.Context, env *Env) error {
 	if err := parseNoArgs(fs, env, "db import takes no arguments (give the directory with --state-dir DIR)"); err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}

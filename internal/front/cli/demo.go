@@ -207,7 +207,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	minEffect := fs.Float64("min-effect", 0, "smallest change worth a culprit, as a fraction (default 0.10, or 0.01 with --small)")
 	maxSamples := fs.Int("max-samples", 30, "sample budget per side of one comparison")
 	asJSON := fs.Bool("json", false, "print the finding as JSON on stdout")
-	configFile := fs.String("config", "", "config `FILE` (default configs/pgbisect.yaml if it exists)")
+	configFile := fs.String("config", "", "config `FILE` (default: the lookup order of docs/cli.md)")
 	stateDir := fs.String("state", "", "state `DIR` (default from the config); the demo repository goes to DIR/demo")
 	repoDir := fs.String("repo", "", "where to create the demo repository (default: DIR/demo/postgresql-15-demo.git)")
 	profileRuns := fs.Int("profile-runs", app.DefaultProfileRuns, "CPU-profile each culprit and its parent with perf this many runs each (0: no profiles)")
@@ -240,7 +240,7 @@ func demoRun(ctx context.Context, env *Env) error {
 	if _, err := os.Stat(*scenario); errors.Is(err, os.ErrNotExist) {
 		return usageError("scenario %s not found: run the demo from the pgbisect source directory, or give -s", *scenario)
 	}
-	cfg, err := loadConfig(*configFile)
+	cfg, src, err := loadConfigFrom(*configFile, *stateDir)
 	if err != nil {
 		return err
 	}
@@ -250,6 +250,10 @@ func demoRun(ctx context.Context, env *Env) error {
 	if *repoDir == "" {
 		*repoDir = filepath.Join(cfg.StateDir, "demo", name)
 	}
+	if abs, err := filepath.Abs(*repoDir); err == nil {
+		cfg.Repo = abs
+	}
+	printConfigLine(env.Stderr, src, cfg)
 	fmt.Fprintf(env.Stderr, "preparing the demo repository %s (%d commits on Debian's PostgreSQL 15 source)\n", *repoDir, len(steps))
 	h, err := demoPrepareSteps(ctx, *repoDir, *shared, steps)
 	if err != nil {

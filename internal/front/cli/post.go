@@ -40,7 +40,7 @@ func postRun(ctx context.Context, env *Env) error {
 	if *pending == (len(args) > 0) {
 		return usageError("give finding IDs or JSON files, or --pending (not both)")
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func reportRun(ctx context.Context, env *Env) error {
 			return err
 		}
 	} else {
-		cfg, err := flags.load()
+		cfg, err := flags.load(env.Stderr)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func requestRun(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func serveRun(ctx context.Context, env *Env) error {
 	if err := parseNoArgs(fs, env, ""); err != nil {
 		return err
 	}
-	cfg, err := flags.load()
+	cfg, err := flags.load(env.Stderr)
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,9 @@ func TestServe(t *testing.T) {
 		exit <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--config", "../../../configs/pgbisect.yaml", "--state", t.TempDir()}, io.Discard, pw)
 		pw.Close()
 	}()
-	// The address it listens on is in its first line on stderr.
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	// The address it listens on is in its first line on stderr after the
+	// config line.
+	line, err := serveAddrLine(pr)
 	if err != nil {
 		t.Fatalf("reading serve's stderr: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestServePrivate(t *testing.T) {
 		exit <- Main(ctx, args, io.Discard, pw)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	line, err := serveAddrLine(pr)
 	if err != nil {
 		t.Fatalf("reading serve's stderr: %v", err)
 	}
@@ -214,5 +215,18 @@ func TestServePrivate(t *testing.T) {
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Errorf("serve exited %d after its context ended", code)
+	}
+}
+
+// serveAddrLine reads serve's stderr up to the line after the config line
+// (printConfigLine), the one naming the address, and returns it (what it
+// read beyond is dropped: the tests drain the rest).
+func serveAddrLine(r io.Reader) (string, error) {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "pgbisect: config ") {
+			return line, err
+		}
 	}
 }
