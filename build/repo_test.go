@@ -3,6 +3,8 @@ package build
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -443,5 +445,52 @@ func TestCloneAndFetch(t *testing.T) {
 	}
 	if _, err := Open(context.Background(), t.TempDir()+"/missing", state, nil); err == nil {
 		t.Error("Open of a missing directory succeeded")
+	}
+}
+
+// TestRangeShallow lists and compares commits of a shallow clone, as
+// ../shared/pg-history's are (upstream's hashes, shallow at the cycle's
+// first commit): the walk stops at the boundary commit, whose parent is
+// not in the repository, instead of failing on it. The boundary itself
+// may be the good end of a range (the README's whole-cycle command).
+func TestRangeShallow(t *testing.T) {
+	r := newTestRepo(t)
+	files := map[string]string{"f": "1\n"}
+	a := r.commit("a", nil, files)
+	b := r.commit("b", []string{a}, with(files, "f", "2\n"))
+	c := r.commit("c", []string{b}, with(files, "f", "3\n"))
+	d := r.commit("d", []string{c}, with(files, "f", "4\n"))
+	// a is gone, and b is the boundary: a shallow clone at b.
+	if err := os.Remove(filepath.Join(r.dir, "objects", a[:2], a[2:])); err != nil {
+		t.Fatal(err)
+	}
+	repo := r.open()
+	if _, err := repo.Range(b, d, false); err == nil {
+		t.Fatal("Range over a missing parent without a shallow file succeeded: the test does not stage the gap")
+	}
+	if err := r.git.Storer.SetShallow([]plumbing.Hash{plumbing.NewHash(b)}); err != nil {
+		t.Fatal(err)
+	}
+	repo = r.open()
+	for _, fp := range []bool{false, true} {
+		got, err := repo.Range(b, d, fp)
+		if err != nil {
+			t.Fatalf("Range(b, d, %v) in a shallow clone: %v", fp, err)
+		}
+		if len(got) != 2 || got[0].Hash != c || got[1].Hash != d {
+			t.Errorf("Range(b, d, %v) = %v, want [c d]", fp, got)
+		}
+	}
+	got, err := repo.Range(c, d, false)
+	if err != nil || len(got) != 1 || got[0].Hash != d {
+		t.Errorf("Range(c, d) = %v, %v; want [d]", got, err)
+	}
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{{b, d, true}, {d, b, false}, {c, d, true}} {
+		if got, err := repo.IsAncestor(tt.a, tt.b); err != nil || got != tt.want {
+			t.Errorf("IsAncestor(%s, %s) = %v, %v; want %v", Short(tt.a), Short(tt.b), got, err, tt.want)
+		}
 	}
 }

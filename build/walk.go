@@ -23,6 +23,10 @@ type walker struct {
 	repo  *git.Repository
 	queue commitQueue
 	flags map[plumbing.Hash]uint8
+	// shallow are the commits of a shallow clone whose parents are not
+	// in the repository: the walk ends there, as git's does, instead of
+	// failing on a parent it cannot read.
+	shallow map[plumbing.Hash]bool
 }
 
 const (
@@ -31,7 +35,24 @@ const (
 )
 
 func newWalker(repo *git.Repository) *walker {
-	return &walker{repo: repo, flags: map[plumbing.Hash]uint8{}}
+	w := &walker{repo: repo, flags: map[plumbing.Hash]uint8{}, shallow: map[plumbing.Hash]bool{}}
+	// A repository that cannot say is treated as complete: a missing
+	// parent is then an error, as before.
+	if hs, err := repo.Storer.Shallow(); err == nil {
+		for _, h := range hs {
+			w.shallow[h] = true
+		}
+	}
+	return w
+}
+
+// parents returns the parents of c the walk follows: none for a shallow
+// boundary commit.
+func (w *walker) parents(c *object.Commit) []plumbing.Hash {
+	if w.shallow[c.Hash] {
+		return nil
+	}
+	return c.ParentHashes
 }
 
 // walk visits commits reachable from include, marking those reachable from
@@ -73,7 +94,7 @@ func (w *walker) walk(include, exclude []plumbing.Hash, firstParent bool, visit 
 		if err != nil || !more {
 			return err
 		}
-		parents := c.ParentHashes
+		parents := w.parents(c)
 		if interesting && firstParent && len(parents) > 1 {
 			parents = parents[:1]
 		}
@@ -140,7 +161,7 @@ func (w *walker) markUninteresting(h plumbing.Hash) {
 		if err != nil {
 			continue
 		}
-		stack = append(stack, c.ParentHashes...)
+		stack = append(stack, w.parents(c)...)
 	}
 }
 
