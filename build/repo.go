@@ -198,14 +198,36 @@ func (r *Repo) Commit(hash string) (Commit, error) {
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %s: %w", Short(hash), err)
 	}
-	return toCommit(c), nil
+	return toCommit(c, r.shallowCommits()), nil
 }
 
-func toCommit(c *object.Commit) Commit {
+// shallowCommits returns the boundary commits of a shallow clone: their
+// parents are not in the repository (pg-history's windows start at one).
+// It is read each time, as a fetch may move the boundary; a repository
+// that cannot say is taken as complete.
+func (r *Repo) shallowCommits() map[plumbing.Hash]bool {
+	hs, err := r.repo.Storer.Shallow()
+	if err != nil || len(hs) == 0 {
+		return nil
+	}
+	m := make(map[plumbing.Hash]bool, len(hs))
+	for _, h := range hs {
+		m[h] = true
+	}
+	return m
+}
+
+// toCommit describes c. A shallow boundary commit is described with no
+// parents, as git log shows it: it is built in full, and it is never a
+// culprit to verify against a parent nobody has.
+func toCommit(c *object.Commit, shallow map[plumbing.Hash]bool) Commit {
 	subject, _, _ := strings.Cut(c.Message, "\n")
-	parents := make([]string, len(c.ParentHashes))
-	for i, p := range c.ParentHashes {
-		parents[i] = p.String()
+	var parents []string
+	if !shallow[c.Hash] {
+		parents = make([]string, len(c.ParentHashes))
+		for i, p := range c.ParentHashes {
+			parents[i] = p.String()
+		}
 	}
 	return Commit{
 		Hash:        c.Hash.String(),
@@ -236,7 +258,7 @@ func (r *Repo) IsAncestor(a, b string) (bool, error) {
 	// a is an ancestor of b exactly when walking a's history with b's
 	// marked uninteresting ends with a itself uninteresting. The walk reads
 	// only the commits between the two, not all of history.
-	w := newWalker(r.repo)
+	w := newWalker(r.repo, r.shallowCommits())
 	ha := plumbing.NewHash(ca.Hash)
 	err = w.walk([]plumbing.Hash{ha}, []plumbing.Hash{plumbing.NewHash(cb.Hash)}, false,
 		func(*object.Commit, bool) (bool, error) { return true, nil })
@@ -271,7 +293,7 @@ func (r *Repo) MergeBase(a, b string) (Commit, error) {
 			best = c
 		}
 	}
-	return toCommit(best), nil
+	return toCommit(best, r.shallowCommits()), nil
 }
 
 // ChangedPaths returns the sorted paths a commit adds, modifies or deletes
@@ -294,7 +316,7 @@ func (r *Repo) changedPaths(h plumbing.Hash) ([]string, error) {
 		return nil, fmt.Errorf("tree of %s: %w", Short(h.String()), err)
 	}
 	var parentTree *object.Tree
-	if c.NumParents() > 0 {
+	if c.NumParents() > 0 && !r.shallowCommits()[h] {
 		p, err := c.Parent(0)
 		if err != nil {
 			return nil, fmt.Errorf("parent of %s: %w", Short(h.String()), err)

@@ -481,6 +481,14 @@ func TestRangeShallow(t *testing.T) {
 			t.Errorf("Range(b, d, %v) = %v, want [c d]", fp, got)
 		}
 	}
+	// The boundary reads as a root commit: no parents, every path
+	// changed (a build key of its own, built in full).
+	if bc, err := repo.Resolve(b); err != nil || len(bc.Parents) != 0 {
+		t.Errorf("the boundary commit: %+v, %v; want it without parents", bc, err)
+	}
+	if paths, err := repo.ChangedPaths(b); err != nil || len(paths) != 1 || paths[0] != "f" {
+		t.Errorf("ChangedPaths of the boundary = %v, %v; want every path", paths, err)
+	}
 	got, err := repo.Range(c, d, false)
 	if err != nil || len(got) != 1 || got[0].Hash != d {
 		t.Errorf("Range(c, d) = %v, %v; want [d]", got, err)

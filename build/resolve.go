@@ -27,7 +27,7 @@ func (r *Repo) Resolve(rev string) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	return toCommit(c), nil
+	return toCommit(c, r.shallowCommits()), nil
 }
 
 func (r *Repo) resolve(rev string) (*object.Commit, error) {

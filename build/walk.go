@@ -34,16 +34,8 @@ const (
 	flagUninteresting
 )
 
-func newWalker(repo *git.Repository) *walker {
-	w := &walker{repo: repo, flags: map[plumbing.Hash]uint8{}, shallow: map[plumbing.Hash]bool{}}
-	// A repository that cannot say is treated as complete: a missing
-	// parent is then an error, as before.
-	if hs, err := repo.Storer.Shallow(); err == nil {
-		for _, h := range hs {
-			w.shallow[h] = true
-		}
-	}
-	return w
+func newWalker(repo *git.Repository, shallow map[plumbing.Hash]bool) *walker {
+	return &walker{repo: repo, flags: map[plumbing.Hash]uint8{}, shallow: shallow}
 }
 
 // parents returns the parents of c the walk follows: none for a shallow
@@ -209,7 +201,8 @@ func (r *Repo) Range(good, bad string, firstParent bool) ([]Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad revision: %w", err)
 	}
-	w := newWalker(r.repo)
+	shallow := r.shallowCommits()
+	w := newWalker(r.repo, shallow)
 	var found []*object.Commit
 	err = w.walk([]plumbing.Hash{plumbing.NewHash(b.Hash)}, []plumbing.Hash{plumbing.NewHash(g.Hash)}, firstParent,
 		func(c *object.Commit, interesting bool) (bool, error) {
@@ -229,12 +222,12 @@ func (r *Repo) Range(good, bad string, firstParent bool) ([]Commit, error) {
 			in[c.Hash] = c
 		}
 	}
-	return topoOldestFirst(in, firstParent), nil
+	return topoOldestFirst(in, firstParent, shallow), nil
 }
 
 // topoOldestFirst orders commits so that every parent comes before its
 // children, taking the oldest ready commit first.
-func topoOldestFirst(in map[plumbing.Hash]*object.Commit, firstParent bool) []Commit {
+func topoOldestFirst(in map[plumbing.Hash]*object.Commit, firstParent bool, shallow map[plumbing.Hash]bool) []Commit {
 	children := map[plumbing.Hash][]plumbing.Hash{}
 	pending := map[plumbing.Hash]int{}
 	for h, c := range in {
@@ -266,7 +259,7 @@ func topoOldestFirst(in map[plumbing.Hash]*object.Commit, firstParent bool) []Co
 		})
 		c := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
-		out = append(out, toCommit(c))
+		out = append(out, toCommit(c, shallow))
 		for _, ch := range children[c.Hash] {
 			pending[ch]--
 			if pending[ch] == 0 {
