@@ -5,6 +5,9 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/pgbisect/pgbisect/internal/base/pgsrc/pgsrctest"
 	"github.com/pgbisect/pgbisect/internal/base/proc/proctest"
 	"github.com/pgbisect/pgbisect/internal/testkit/pghistory"
+	"github.com/pgbisect/pgbisect/notify"
 )
 
 // The real window the test bisects: upstream master around the commit the
@@ -72,6 +76,83 @@ func TestRealHistoryNamesCopyCulprit(t *testing.T) {
 		if r.Skipped != "" || !r.Recovers {
 			t.Errorf("revert check of %v: skipped %q, recovers %v (%.0f%%)", r.Culprits, r.Skipped, r.Recovers, 100*r.Recovered)
 		}
+	}
+	if md := notify.MarkdownFile(f); !strings.Contains(md, "### Revert check") || !strings.Contains(md, "of the regression (95% CI") {
+		t.Errorf("the report lacks the revert check:\n%s", md)
+	}
+}
+
+// TestRealHistoryGitBisectRun drives 'git bisect run pgbisect compare
+// --exit-code' for real, as docs/cli.md tells a hacker to, in a clone of
+// real upstream history: from the top of the work tree, git checks out
+// each commit it picks and pgbisect compares the good commit with HEAD
+// (--repo .) on instruction counts. git must name 9f8377f7a27 as the first
+// bad commit. Then pgbisect bisect over a range without the regression
+// (the three commits before it) must exit 3, not reproduced. It runs after
+// TestRealHistoryNamesCopyCulprit, whose builds it finds in the cache; the
+// test binary plays pgbisect (cliChildEnv), so the code run is Main's.
+func TestRealHistoryGitBisectRun(t *testing.T) {
+	bare := pghistory.Repo(t, pghistory.PG16)
+	state := pgsrctest.EndToEnd(t)
+	work := t.TempDir()
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scenario, err := filepath.Abs("../../../configs/scenarios/copy-single-instructions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(work, "postgresql")
+	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+work)
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, proctest.LastLines(string(out), 60))
+		}
+		return string(out)
+	}
+	git(work, "clone", "--quiet", bare, clone)
+	git(clone, "checkout", "--quiet", "--detach", realBad)
+	git(clone, "bisect", "start", realBad, realGood)
+
+	start := time.Now()
+	cmd := exec.Command("git", "bisect", "run", os.Args[0], "compare", "--exit-code", "-s", scenario, "--repo", ".", "--state", state,
+		realGood, "HEAD")
+	cmd.Dir = clone
+	cmd.Env = append(env, cliChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(start)
+	log := git(clone, "bisect", "log")
+	if err != nil {
+		t.Fatalf("git bisect run: %v after %s\n%s\n%s", err, wall.Round(time.Second), proctest.LastLines(string(out), 80), log)
+	}
+	first := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if h, ok := strings.CutSuffix(line, " is the first bad commit"); ok {
+			first = h
+		}
+	}
+	steps := strings.Count(log, "\n# good: ") + strings.Count(log, "\n# bad: ") + strings.Count(log, "\n# skip: ") - 2
+	t.Logf("git bisect run named %.11s in %s (%d steps of pgbisect compare --exit-code):\n%s", first, wall.Round(time.Second), steps, log)
+	if !strings.HasPrefix(first, realCulprit) {
+		t.Fatalf("git bisect run named %q as the first bad commit, want %s:\n%s", first, realCulprit, proctest.LastLines(string(out), 80))
+	}
+	if strings.Contains(log, "# skip: ") {
+		t.Errorf("a commit was skipped (compare exited 125): instruction counts decide every step")
+	}
+
+	// pgbisect bisect's own status when the regression is not there.
+	start = time.Now()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"bisect", "--state", state, "--repo", clone, "-s", scenario, "--metric", "copy_instructions",
+		"--good", realGood, "--bad", realCulprit + "~1", "--no-revert-check", "--profile-runs", "0", "--profile-guided=false", "--json"}, &stdout, &stderr)
+	t.Logf("bisect of %s..%s~1, without the regression: exit %d in %s", realGood, realCulprit, code, time.Since(start).Round(time.Second))
+	if code != exitNotReproduced || !strings.Contains(stderr.String(), "exit 3: outcome no-regression") {
+		t.Errorf("bisect exited %d, want %d (not reproduced):\n%s", code, exitNotReproduced, proctest.LastLines(stderr.String(), 40))
 	}
 }
 
