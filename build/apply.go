@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -111,6 +110,13 @@ func (r *Repo) ApplyPatches(base string, patches []Patch) (Commit, error) {
 		return Commit{}, err
 	}
 
+	return r.record(bc, tree, files)
+}
+
+// record stores base's tree with files changed as a synthetic commit on
+// top of base, kept under PatchedRefPrefix: the same changes on the same
+// base are always the same commit.
+func (r *Repo) record(bc *object.Commit, tree *object.Tree, files map[string]*treeFile) (Commit, error) {
 	s := r.repo.Storer
 	changed := map[string]*treeFile{}
 	for path, f := range files {
@@ -362,87 +368,6 @@ func splitLines(data []byte) []string {
 		data = data[i+1:]
 	}
 	return out
-}
-
-// RevertPatch returns the change a commit made against its first parent,
-// computed with go-git and reversed, as a patch that undoes it.
-func (r *Repo) RevertPatch(hash string) (Patch, error) {
-	c, err := r.resolve(hash)
-	if err != nil {
-		return Patch{}, err
-	}
-	name := "revert of " + Short(c.Hash.String())
-	if c.NumParents() == 0 {
-		return Patch{}, fmt.Errorf("%s: %s is a root commit: there is no change to revert", name, Short(c.Hash.String()))
-	}
-	parent, err := c.Parent(0)
-	if err != nil {
-		return Patch{}, fmt.Errorf("%s: parent: %w", name, err)
-	}
-	diff, err := parent.Patch(c)
-	if err != nil {
-		return Patch{}, fmt.Errorf("%s: diffing against its parent: %w", name, err)
-	}
-	files, _, err := gitdiff.Parse(strings.NewReader(diff.String()))
-	if err != nil {
-		return Patch{}, fmt.Errorf("%s: reading go-git's diff: %w", name, err)
-	}
-	for _, f := range files {
-		reverseFile(f)
-	}
-	subject, _, _ := strings.Cut(c.Message, "\n")
-	return Patch{Name: name, Subject: "Revert \"" + strings.TrimSpace(subject) + "\"", Files: files}, nil
-}
-
-// Revert records, as ApplyPatches does, base with the given commits
-// reverted. They may be given in any order: each is reverted before the
-// commits it descends from, the order that undoes them cleanly.
-func (r *Repo) Revert(base string, commits ...string) (Commit, error) {
-	order := slices.Clone(commits)
-	for i := 1; i < len(order); i++ {
-		// Insertion sort, descendants first: a handful of culprits.
-		for j := i; j > 0; j-- {
-			older, err := r.IsAncestor(order[j-1], order[j])
-			if err != nil {
-				return Commit{}, err
-			}
-			if !older || order[j-1] == order[j] {
-				break
-			}
-			order[j-1], order[j] = order[j], order[j-1]
-		}
-	}
-	var patches []Patch
-	for _, c := range order {
-		p, err := r.RevertPatch(c)
-		if err != nil {
-			return Commit{}, err
-		}
-		patches = append(patches, p)
-	}
-	return r.ApplyPatches(base, patches)
-}
-
-// reverseFile turns a file's diff into the diff that undoes it.
-func reverseFile(f *gitdiff.File) {
-	f.OldName, f.NewName = f.NewName, f.OldName
-	f.IsNew, f.IsDelete = f.IsDelete, f.IsNew
-	f.OldMode, f.NewMode = f.NewMode, f.OldMode
-	f.OldOIDPrefix, f.NewOIDPrefix = f.NewOIDPrefix, f.OldOIDPrefix
-	f.BinaryFragment, f.ReverseBinaryFragment = f.ReverseBinaryFragment, f.BinaryFragment
-	for _, fr := range f.TextFragments {
-		fr.OldPosition, fr.NewPosition = fr.NewPosition, fr.OldPosition
-		fr.OldLines, fr.NewLines = fr.NewLines, fr.OldLines
-		fr.LinesAdded, fr.LinesDeleted = fr.LinesDeleted, fr.LinesAdded
-		for i, l := range fr.Lines {
-			switch l.Op {
-			case gitdiff.OpAdd:
-				fr.Lines[i].Op = gitdiff.OpDelete
-			case gitdiff.OpDelete:
-				fr.Lines[i].Op = gitdiff.OpAdd
-			}
-		}
-	}
 }
 
 // writeTree stores base with changes (path → new content, or deleted)

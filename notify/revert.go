@@ -20,8 +20,9 @@ func revertSection(f *finding.Finding, st style) (section, bool) {
 	s := section{heading: "Revert check"}
 	s.blocks = append(s.blocks, para{fmt.Sprintf("Each culprit's change (its diff against its parent) was reverted on top of %s, "+
 		"and that build measured against %s in %s, interleaved with the culprit and its parent (for all culprits, the endpoints). A revert recovers the %s when the lower bound of the recovered fraction's "+
-		"%s confidence interval is at least 50%%. A revert that does not apply changes nothing above.",
-		st.code(finding.KeyHash(f.Bad)), st.code(finding.KeyHash(f.Bad)), st.esc(f.Metric), change, confidence(revertConfidence(f)))})
+		"%s confidence interval is at least 50%%. Where later commits changed a culprit's lines and its revert conflicts on %s, it is reverted on top of the latest commit "+
+		"where it merges and measured against that commit. A revert that does not apply changes nothing above.",
+		st.code(finding.KeyHash(f.Bad)), st.code(finding.KeyHash(f.Bad)), st.esc(f.Metric), change, confidence(revertConfidence(f)), st.code(finding.KeyHash(f.Bad)))})
 	var items []string
 	for _, r := range f.Reverts {
 		items = append(items, revertText(r, f, change, st))
@@ -39,7 +40,12 @@ func revertText(r finding.RevertCheck, f *finding.Finding, change string, st sty
 	} else if len(r.Culprits) > 0 {
 		what += commitRef(r.Culprits[0], st) + " "
 	}
-	what += "on top of " + st.code(finding.KeyHash(f.Bad))
+	if r.Base != nil {
+		what += fmt.Sprintf("on top of %s (%s before %s: on top of %s the revert conflicts, %s)", st.code(finding.KeyHash(*r.Base)), commitsBefore(r.BaseBehind),
+			st.code(finding.KeyHash(f.Bad)), st.code(finding.KeyHash(f.Bad)), st.esc(conflictWhere(r.Conflict)))
+	} else {
+		what += "on top of " + st.code(finding.KeyHash(f.Bad))
+	}
 	what = strings.ToUpper(what[:1]) + what[1:]
 	if r.Skipped != "" {
 		return fmt.Sprintf("%s: not checked: %s.", what, st.esc(strings.TrimSuffix(r.Skipped, ".")))
@@ -74,6 +80,28 @@ func revertText(r finding.RevertCheck, f *finding.Finding, change string, st sty
 		s += " " + st.esc(strings.TrimSuffix(w, ".")) + "."
 	}
 	return s
+}
+
+func commitsBefore(n int) string {
+	if n == 1 {
+		return "1 commit"
+	}
+	return fmt.Sprintf("%d commits", n)
+}
+
+// conflictWhere shortens build's conflict error to its file and lines:
+// "in src/backend/commands/copyfromparse.c, lines 1685-1710".
+func conflictWhere(e string) string {
+	_, rest, ok := strings.Cut(e, " does not apply: ")
+	if !ok {
+		return e
+	}
+	file, why, _ := strings.Cut(rest, ": ")
+	if _, lines, ok := strings.Cut(why, "(lines "); ok {
+		lines, _, _ = strings.Cut(lines, " of ")
+		return "in " + file + ", lines " + lines
+	}
+	return "in " + file
 }
 
 // fraction formats a recovered fraction: 0.973 -> "97%".

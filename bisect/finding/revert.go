@@ -12,6 +12,14 @@ type RevertCheck struct {
 	Culprits []Commit `json:"culprits"`
 	// All marks the check with every culprit reverted.
 	All bool `json:"all,omitempty"`
+	// Base is the commit reverted on top of when it is not Bad: there
+	// the revert conflicted (Conflict says where), and Base is the latest
+	// first-parent commit on the way from the culprit to Bad where it
+	// merges, BaseBehind commits before Bad (build.Repo.RevertBase). The
+	// check then measures Base against Base with the revert.
+	Base       *Commit `json:"base,omitempty"`
+	BaseBehind int     `json:"base_behind,omitempty"`
+	Conflict   string  `json:"conflict,omitempty"`
 	// Build is the synthetic commit that was built (Bad with the reverts,
 	// kept under refs/pgbisect/patched/); empty when the revert did not
 	// apply.

@@ -35,6 +35,9 @@ type RevertInputs struct {
 
 // RevertChecks reverts each culprit of f on top of f.Bad (and, with
 // several, all of them), builds the result and measures it against Bad.
+// Where the revert conflicts on Bad (later commits changed the culprit's
+// lines), it reverts on top of the latest commit where it merges and
+// measures against that commit instead, saying so in the check.
 // Its errors are reported in the checks, never returned: a revert check
 // does not change the finding. A bisection checked before (resumed) keeps
 // its checks.
@@ -89,7 +92,8 @@ func RevertChecks(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fi
 	return checks
 }
 
-// revertCheck makes one check: revert the culprits on top of Bad, build
+// revertCheck makes one check: revert the culprits on top of Bad (or of
+// RevertBase's commit where that conflicts), build
 // that, and measure it against Bad and, in the same interleaved session,
 // the regression being undone (from, to: the culprit's parent and the
 // culprit, or the endpoints for all culprits; their builds are cached by
@@ -108,12 +112,25 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 		names = append(names, c.ShortHash())
 	}
 	label := "revert check " + strings.Join(names, "+")
-	reverted, err := in.Repo.Revert(f.Bad.Hash, hashes...)
+	onto := f.Bad.Hash
+	reverted, err := in.Repo.Revert(onto, hashes...)
 	var ae *build.ApplyError
 	if errors.As(err, &ae) {
-		rc.Skipped = "the revert does not apply: " + err.Error()
-		sink.note("%s: %s", label, rc.Skipped)
-		return rc
+		// Later commits changed the culprit's lines: revert it where it
+		// still merges, the latest commit on the way to Bad, and say so.
+		base, behind, berr := in.Repo.RevertBase(onto, hashes...)
+		if berr != nil {
+			rc.Skipped = "the revert does not apply: " + err.Error() + "; " + berr.Error()
+			sink.note("%s: %s", label, rc.Skipped)
+			return rc
+		}
+		rc.Conflict = err.Error()
+		b := finding.Commit{Hash: base.Hash, Subject: base.Subject}
+		rc.Base, rc.BaseBehind = &b, behind
+		sink.note("%s: on top of %s the revert conflicts (%s); reverting on top of %s instead, the latest commit where it merges (%d commits before %s)",
+			label, build.Short(onto), err, base.Short(), behind, build.Short(onto))
+		onto = base.Hash
+		reverted, err = in.Repo.Revert(onto, hashes...)
 	}
 	if err != nil {
 		rc.Skipped = err.Error()
@@ -121,12 +138,12 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 	}
 	rc.Build = reverted.Hash
 	sink.note("%s: %s with %s reverted is %s; building it (or reusing its cached build)",
-		label, build.Short(f.Bad.Hash), strings.Join(names, " and "), reverted.Short())
+		label, build.Short(onto), strings.Join(names, " and "), reverted.Short())
 	// The targets, each commit once: the regression's two sides, Bad and
 	// the reverted build.
 	var targets []bench.Target
 	index := map[string]int{}
-	for _, h := range []string{from, to, f.Bad.Hash, reverted.Hash} {
+	for _, h := range []string{from, to, onto, reverted.Hash} {
 		if _, ok := index[h]; ok {
 			continue
 		}
@@ -144,7 +161,7 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 		targets = append(targets, bench.Target{Name: build.Short(h), BinDir: inst.BinDir(), BuildOptions: inst.Options.String()})
 	}
 	rev := index[reverted.Hash]
-	targets[rev].Name = build.Short(f.Bad.Hash) + "-revert-" + strings.Join(names, "-")
+	targets[rev].Name = build.Short(onto) + "-revert-" + strings.Join(names, "-")
 	if in.Runner.ClientBin == "" {
 		in.Runner.ClientBin = targets[0].BinDir // a finished bisection resumed: no client was chosen
 	}
@@ -179,7 +196,7 @@ func revertCheck(ctx context.Context, sink Sink, in RevertInputs, f *finding.Fin
 		},
 		Next: func(int) (int, error) {
 			regC := stats.Compare(values[index[from]], values[index[to]], metric.Direction, th)
-			revC := stats.Compare(values[index[f.Bad.Hash]], values[rev], metric.Direction, th)
+			revC := stats.Compare(values[index[onto]], values[rev], metric.Direction, th)
 			rec := stats.Recovered(stats.EffectOf(regC), stats.EffectOf(revC), stats.DefaultThresholds.Confidence)
 			regN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), regC)
 			revN := finding.FromStats(metric.Name, metric.Unit, in.Point.String(), revC)

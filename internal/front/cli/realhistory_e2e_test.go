@@ -25,18 +25,23 @@ import (
 // row in NextCopyFrom). These are the test's expectations, never inputs to
 // anything that decides.
 const (
-	realGood    = "9f8377f7a27~3" // b2bd9a6796 "Fix expected test output"
-	realBad     = "727400994d"    // "meson: fix openssl detection issues in 6a30027"
-	realCulprit = "9f8377f7a27"   // "Add a DEFAULT option to COPY FROM"
+	realGood = "9f8377f7a27~3" // b2bd9a6796 "Fix expected test output"
+	// 22 commits after the culprit, the first where its revert conflicts
+	// (for git revert too): a fix to the culprit's own code changed its
+	// lines. The revert check must revert it on the latest commit where
+	// it merges instead (483bdb2afe, 1 commit before).
+	realBad     = "b85e91023b"  // "Don't try to read default for a non-existent attribute"
+	realCulprit = "9f8377f7a27" // "Add a DEFAULT option to COPY FROM"
 )
 
 // TestRealHistoryNamesCopyCulprit bisects real upstream history
 // (../shared/pg-history, the PG16 cycle) as a hacker would with their own
-// clone: `pgbisect bisect --repo CLONE` on copy-single-instructions between
-// two commits 3 before and 3 after 9f8377f7a27, on instruction counts. It
+// clone: `pgbisect bisect --repo CLONE` on copy-single-instructions from 3
+// commits before 9f8377f7a27 to 22 after it, on instruction counts. It
 // must name 9f8377f7a27 exactly (the commit upstream blamed), verified
-// against its parent, its change +2% to +6% (3.9% here), and the revert
-// check must apply to the real code and recover the change. The first
+// against its parent, its change +2% to +6% (3.9% here). Its revert
+// conflicts on the bad commit, as git revert's does; the check must revert
+// it on the latest commit where it merges and recover the change. The first
 // build is a full one of a real commit (about 4 minutes with a cold
 // ccache), the others incremental.
 func TestRealHistoryNamesCopyCulprit(t *testing.T) {
@@ -76,7 +81,14 @@ func TestRealHistoryNamesCopyCulprit(t *testing.T) {
 		if r.Skipped != "" || !r.Recovers {
 			t.Errorf("revert check of %v: skipped %q, recovers %v (%.0f%%)", r.Culprits, r.Skipped, r.Recovers, 100*r.Recovered)
 		}
+		if r.Base == nil || r.BaseBehind < 1 || !strings.Contains(r.Conflict, "copyfromparse.c") {
+			t.Errorf("revert check of %v: base %v (%d behind), conflict %q; want it reverted before %s, where it conflicts in copyfromparse.c",
+				r.Culprits, r.Base, r.BaseBehind, r.Conflict, realBad)
+		}
 	}
+	var summary bytes.Buffer
+	revertPrint(&summary, f)
+	t.Logf("what bisect prints of the revert check:%s", summary.String())
 	if md := notify.MarkdownFile(f); !strings.Contains(md, "### Revert check") || !strings.Contains(md, "of the regression (95% CI") {
 		t.Errorf("the report lacks the revert check:\n%s", md)
 	}

@@ -22,7 +22,11 @@ func revertPrint(w io.Writer, f *finding.Finding) {
 		if r.All {
 			what = "reverting all culprits"
 		}
-		what += " on top of " + f.Bad.ShortHash()
+		if r.Base != nil {
+			what += fmt.Sprintf(" on top of %s (%d commit(s) before %s, where the revert conflicts)", r.Base.ShortHash(), r.BaseBehind, f.Bad.ShortHash())
+		} else {
+			what += " on top of " + f.Bad.ShortHash()
+		}
 		switch {
 		case r.Skipped != "":
 			fmt.Fprintf(w, "revert check: %s: not checked: %s\n", what, r.Skipped)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/pgbisect/pgbisect/bench/stats"
@@ -191,13 +192,22 @@ func TestRevertCheckAndPatchEndToEnd(t *testing.T) {
 }
 
 // TestRevertChecksNotApplied covers the checks that are reported without
-// building anything: a culprit whose revert does not apply on top of the
-// bad commit (a later commit rewrote its lines), which makes the check of
+// building anything: a culprit whose revert conflicts on top of the bad
+// commit and of every commit after it (its child rewrote its lines, so
+// there is no commit to revert it on instead), which makes the check of
 // all culprits impossible too, and a culprit that is a range. They are
 // saved, so a resumed bisection reports the same.
 func TestRevertChecksNotApplied(t *testing.T) {
 	pgsrctest.Require(t)
 	h := newRevertHistory(t)
+	// The rewrite is the culprit's child: the branch goes back to it.
+	g, err := git.PlainOpen(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(pgsrc.Branch), plumbing.NewHash(h.culprit))); err != nil {
+		t.Fatal(err)
+	}
 	rewrite, err := pgsrc.Commit(h.dir, "copyfromparse.c: rewrite the injected block", pgsrc.BaseDate.Add(3*time.Hour),
 		map[string]func(string) (string, error){revertPath: func(old string) (string, error) {
 			return strings.Replace(old, "pgbisect_i < 1000", "pgbisect_i < 10", 1), nil
@@ -222,8 +232,8 @@ func TestRevertChecksNotApplied(t *testing.T) {
 	if len(checks) != 3 {
 		t.Fatalf("%d checks: %+v", len(checks), checks)
 	}
-	if s := checks[0].Skipped; checks[0].Build != "" || !strings.Contains(s, "the revert does not apply: patch revert of "+short(h.culprit)+
-		" does not apply: "+revertPath+": hunk 1 of 1") {
+	if s := checks[0].Skipped; checks[0].Build != "" || checks[0].Base != nil || !strings.Contains(s, "the revert does not apply: patch revert of "+short(h.culprit)+
+		" does not apply: "+revertPath+": a later commit changed the lines this commit changed") || !strings.Contains(s, "it conflicts already on top of "+short(rewrite)) {
 		t.Errorf("the culprit whose lines were rewritten: %+v", checks[0])
 	}
 	if s := checks[1].Skipped; !strings.Contains(s, "one of a range of 2 candidates") {
