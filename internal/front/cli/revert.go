@@ -23,7 +23,11 @@ func revertPrint(w io.Writer, f *finding.Finding) {
 			what = "reverting all culprits"
 		}
 		if r.Base != nil {
-			what += fmt.Sprintf(" on top of %s (%d commit(s) before %s, where the revert conflicts)", r.Base.ShortHash(), r.BaseBehind, f.Bad.ShortHash())
+			n := fmt.Sprintf("%d commits", r.BaseBehind)
+			if r.BaseBehind == 1 {
+				n = "1 commit"
+			}
+			what += fmt.Sprintf(" on top of %s (%s before %s, where the revert conflicts)", r.Base.ShortHash(), n, f.Bad.ShortHash())
 		} else {
 			what += " on top of " + f.Bad.ShortHash()
 		}
