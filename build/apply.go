@@ -78,18 +78,9 @@ func (r *Repo) ApplyPatches(base string, patches []Patch) (Commit, error) {
 		}
 		f := &treeFile{deleted: true}
 		if e, err := tree.FindEntry(path); err == nil && e.Mode.IsFile() {
-			blob, err := r.repo.BlobObject(e.Hash)
+			data, err := r.blobData(e.Hash)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s at %s: %w", path, Short(bc.Hash.String()), err)
-			}
-			rd, err := blob.Reader()
-			if err != nil {
-				return nil, err
-			}
-			data, err := io.ReadAll(rd)
-			rd.Close()
-			if err != nil {
-				return nil, err
 			}
 			f = &treeFile{data: data, mode: e.Mode}
 		}
@@ -256,18 +247,9 @@ func (r *Repo) checkPatched(bc *object.Commit, tree *object.Tree, files map[stri
 // target: at most maxLinkTarget+1 bytes.
 func (r *Repo) blobText(h plumbing.Hash) func() (string, error) {
 	return func() (string, error) {
-		blob, err := r.repo.BlobObject(h)
+		data, err := r.blobPrefix(h, maxLinkTarget+1)
 		if err != nil {
-			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
-		}
-		rd, err := blob.Reader()
-		if err != nil {
-			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
-		}
-		defer rd.Close()
-		data, err := io.ReadAll(io.LimitReader(rd, maxLinkTarget+1))
-		if err != nil {
-			return "", fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
+			return "", err
 		}
 		return string(data), nil // linkProblem refuses one that is too long
 	}

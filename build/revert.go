@@ -180,17 +180,8 @@ func (r *Repo) revertOne(commit string, bc *object.Commit, ours map[string]fileE
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	var paths []string
-	for path, e := range cf {
-		if pe, ok := pf[path]; !ok || pe != e {
-			paths = append(paths, path)
-		}
-	}
-	for path := range pf {
-		if _, ok := cf[path]; !ok {
-			paths = append(paths, path)
-		}
-	}
+	changed, gone := diffEntries(pf, cf)
+	paths := append(changed, gone...)
 	sort.Strings(paths)
 	for _, path := range paths {
 		if err := r.revertFile(name, path, bc, cf, pf, ours, files); err != nil {
@@ -298,17 +289,29 @@ func commitFiles(c *object.Commit) (map[string]fileEntry, error) {
 	return files, nil
 }
 
-func (r *Repo) blobData(h plumbing.Hash) ([]byte, error) {
+// blobData reads a blob whole.
+func (r *Repo) blobData(h plumbing.Hash) ([]byte, error) { return r.blobPrefix(h, -1) }
+
+// blobPrefix reads at most n bytes of a blob (all of it when n < 0).
+func (r *Repo) blobPrefix(h plumbing.Hash, n int64) ([]byte, error) {
 	blob, err := r.repo.BlobObject(h)
 	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", Short(h.String()), err)
+		return nil, fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
 	}
 	rd, err := blob.Reader()
 	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", Short(h.String()), err)
+		return nil, fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
 	}
 	defer rd.Close()
-	return io.ReadAll(rd)
+	var in io.Reader = rd
+	if n >= 0 {
+		in = io.LimitReader(rd, n)
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", Short(h.String()), err)
+	}
+	return data, nil
 }
 
 // isBinary is git's test: a NUL byte in the first 8,000.

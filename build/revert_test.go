@@ -18,27 +18,29 @@ func TestMerge3(t *testing.T) {
 	anc := lines("a", "b", "c", "d", "e", "f", "g")
 	tests := []struct {
 		name         string
+		anc          string // "" for the shared ancestor above
 		ours, theirs string
 		want         string // "" for a conflict
 		at           string // the conflict's lines of ours
 	}{
-		{"only theirs changed", anc, lines("a", "B", "c", "d", "e", "f", "g"), lines("a", "B", "c", "d", "e", "f", "g"), ""},
-		{"only ours changed", lines("a", "b", "c", "D", "e", "f", "g"), anc, lines("a", "b", "c", "D", "e", "f", "g"), ""},
-		{"apart", lines("x", "a", "b", "c", "d", "e", "F", "g"), lines("a", "B", "c", "d", "e", "f", "g"),
+		{"only theirs changed", "", anc, lines("a", "B", "c", "d", "e", "f", "g"), lines("a", "B", "c", "d", "e", "f", "g"), ""},
+		{"only ours changed", "", lines("a", "b", "c", "D", "e", "f", "g"), anc, lines("a", "b", "c", "D", "e", "f", "g"), ""},
+		{"apart", "", lines("x", "a", "b", "c", "d", "e", "F", "g"), lines("a", "B", "c", "d", "e", "f", "g"),
 			lines("x", "a", "B", "c", "d", "e", "F", "g"), ""},
-		{"the same change on both", lines("a", "B", "c", "d", "e", "f", "g"), lines("a", "B", "c", "d", "e", "f", "g"),
+		{"the same change on both", "", lines("a", "B", "c", "d", "e", "f", "g"), lines("a", "B", "c", "d", "e", "f", "g"),
 			lines("a", "B", "c", "d", "e", "f", "g"), ""},
-		{"theirs deletes, ours inserts far away", lines("a", "b", "c", "d", "e", "f", "g", "h"), lines("a", "d", "e", "f", "g"),
+		{"theirs deletes, ours inserts far away", "", lines("a", "b", "c", "d", "e", "f", "g", "h"), lines("a", "d", "e", "f", "g"),
 			lines("a", "d", "e", "f", "g", "h"), ""},
-		{"both change one line", lines("a", "b", "C1", "d", "e", "f", "g"), lines("a", "b", "C2", "d", "e", "f", "g"), "", "3"},
-		{"both insert at one place", lines("a", "b", "c", "x1", "x2", "d", "e", "f", "g"), lines("a", "b", "c", "y", "d", "e", "f", "g"), "", "4-5"},
-		{"no final newline", "a\nb\nc", "a\nB\nc", "a\nB\nc", ""},
+		{"both change one line", "", lines("a", "b", "C1", "d", "e", "f", "g"), lines("a", "b", "C2", "d", "e", "f", "g"), "", "3"},
+		{"both insert at one place", "", lines("a", "b", "c", "x1", "x2", "d", "e", "f", "g"), lines("a", "b", "c", "y", "d", "e", "f", "g"), "", "4-5"},
+		{"no final newline", "a\nb\nc", "a\nb\nc", "a\nB\nc", "a\nB\nc", ""},
 	}
 	for _, tt := range tests {
-		got, at := merge3([]byte(anc), []byte(tt.ours), []byte(tt.theirs))
-		if tt.name == "no final newline" {
-			got, at = merge3([]byte("a\nb\nc"), []byte(tt.ours), []byte(tt.theirs))
+		a := anc
+		if tt.anc != "" {
+			a = tt.anc
 		}
+		got, at := merge3([]byte(a), []byte(tt.ours), []byte(tt.theirs))
 		switch {
 		case tt.want == "" && at == nil:
 			t.Errorf("%s: merged %q, want a conflict at %s", tt.name, got, tt.at)

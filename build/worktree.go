@@ -189,17 +189,7 @@ func (w *worktree) checkout(ctx context.Context, repo *Repo, commit string) (int
 	defer root.Close()
 	force, _ := readLines(w.pendingPath())
 
-	var writes, deletes []string
-	for p, e := range target {
-		if o, ok := old[p]; !ok || o != e {
-			writes = append(writes, p)
-		}
-	}
-	for p := range old {
-		if _, ok := target[p]; !ok {
-			deletes = append(deletes, p)
-		}
-	}
+	writes, deletes := diffEntries(old, target)
 	for _, p := range force {
 		if pathProblem(p) != "" {
 			continue // not a path any checkout wrote
@@ -325,6 +315,22 @@ func treeFiles(tree *object.Tree) (map[string]fileEntry, error) {
 		}
 		files[name] = fileEntry{mode: e.Mode, hash: e.Hash}
 	}
+}
+
+// diffEntries compares two file sets: the paths that to has and from has
+// not, or has with another blob or mode, and the paths only from has.
+func diffEntries(from, to map[string]fileEntry) (changed, gone []string) {
+	for p, e := range to {
+		if o, ok := from[p]; !ok || o != e {
+			changed = append(changed, p)
+		}
+	}
+	for p := range from {
+		if _, ok := to[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	return changed, gone
 }
 
 // checkCheckout refuses a commit whose tree pgbisect will not write
