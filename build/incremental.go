@@ -64,22 +64,21 @@ type partialInstall struct {
 // (noCompile: documentation, tests, translations) need nothing more. Any
 // other file may be installed as it is (a header, a .sql script, a sample
 // configuration, time zone data) or change what is installed (a Makefile,
-// configure's inputs), and installs everything.
+// configure's inputs), and installs everything. Partial installs are made
+// by configure builds only, which never read meson's files.
 func fullInstallBecause(sourceChanges, noCompile []string) string {
 	for _, p := range sourceChanges {
 		base := path.Base(p)
 		switch {
 		case strings.HasPrefix(base, "Makefile") || strings.HasPrefix(base, "GNUmakefile") || strings.HasSuffix(base, ".mk"):
 			return p + " changed (a Makefile)"
-		case base == "meson.build" || base == "meson_options.txt":
-			return p + " changed (a build file)"
 		}
 		for _, in := range configureInputs {
 			if p == in || strings.HasPrefix(p, in+"/") {
 				return p + " changed (an input of configure)"
 			}
 		}
-		if !compiled(p, noCompile) {
+		if !compiled(p, noCompile) || mesonFile(p) {
 			continue
 		}
 		switch path.Ext(p) {

@@ -37,7 +37,8 @@ func TestFullInstallBecause(t *testing.T) {
 		{[]string{"configure"}, true},
 		{[]string{"src/template/linux"}, true},
 		{[]string{"config/install-sh"}, true},
-		{[]string{"src/backend/meson.build"}, true},
+		{[]string{"src/backend/meson.build", "meson_options.txt"}, false},
+		{[]string{"src/backend/meson.build", "src/backend/Makefile"}, true},
 	} {
 		why := fullInstallBecause(tc.paths, DefaultNoCompile)
 		if (why != "") != tc.full {

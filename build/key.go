@@ -69,7 +69,13 @@ func sourceFor(ctx context.Context, r *Repo, hash string, opts Options, memo map
 			return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
 		}
 		if changesCompiled(paths, noCompile) {
-			break
+			configureOnly, err := configureIgnores(r, cur.Hash, paths, noCompile, opts)
+			if err != nil {
+				return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
+			}
+			if !configureOnly {
+				break
+			}
 		}
 		walked = append(walked, cur.Hash)
 		if cur, err = r.Commit(cur.Parents[0]); err != nil {
@@ -85,6 +91,27 @@ func finishKey(hash, source string, memo map[string]string, walked []string) Key
 		memo[h] = source
 	}
 	return Key{Source: source, SameAsParent: source != hash}
+}
+
+// configureIgnores reports whether a commit whose compiled changes are
+// paths changes only meson's files in a tree built with configure, so
+// that its install is its parent's (configure and make never read them).
+// The commit cannot have added or removed the configure script (that path
+// would be among the changes), so its parent builds with configure too.
+func configureIgnores(r *Repo, hash string, paths, noCompile []string, opts Options) (bool, error) {
+	if opts.Meson {
+		return false, nil
+	}
+	for _, p := range paths {
+		if compiled(p, noCompile) && !mesonFile(p) {
+			return false, nil
+		}
+	}
+	t, err := readTree(r, hash)
+	if err != nil {
+		return false, err
+	}
+	return !opts.ForTree(t).Meson, nil
 }
 
 func changesCompiled(paths []string, noCompile []string) bool {

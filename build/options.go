@@ -166,3 +166,13 @@ func compiled(p string, noCompile []string) bool {
 	}
 	return true
 }
+
+// mesonFile reports whether p is one of meson's build files, which
+// configure and make never read.
+func mesonFile(p string) bool {
+	switch path.Base(p) {
+	case "meson.build", "meson_options.txt", "meson.options":
+		return true
+	}
+	return false
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/pgbisect/pgbisect/internal/testkit/pghistory"
 )
 
@@ -234,4 +236,51 @@ func treeHash(t *testing.T, repo *Repo, commit string) string {
 		t.Fatal(err)
 	}
 	return c.TreeHash.String()
+}
+
+// TestKeyMesonOnlyRealHistory: 72740099 ("meson: fix openssl detection
+// issues in 6a30027") changes only meson.build. A configure build of it
+// is its parent's build (configure and make never read meson's files);
+// a meson build of it is its own. Before, the change also re-ran
+// configure, which then rebuilt everything.
+func TestKeyMesonOnlyRealHistory(t *testing.T) {
+	bare := pghistory.Repo(t, pghistory.PG16)
+	repo, err := Open(context.Background(), bare, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := repo.Resolve("72740099")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := repo.changedPaths(plumbing.NewHash(c.Hash))
+	if err != nil || !slices.Equal(paths, []string{"meson.build"}) {
+		t.Fatalf("72740099 changes %q (%v), want only meson.build", paths, err)
+	}
+	parent := c.Parents[0]
+	for _, tc := range []struct {
+		opts   Options
+		source string
+	}{
+		{Options{}, parent},
+		{Options{Meson: true}, c.Hash},
+	} {
+		b := NewBuilder(repo, t.TempDir(), tc.opts, nil, nil)
+		k, err := b.Key(ctx, c.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Source != tc.source || k.SameAsParent != (tc.source != c.Hash) {
+			t.Errorf("meson %v: key source %s (same as parent %v), want %s", tc.opts.Meson, Short(k.Source), k.SameAsParent, Short(tc.source))
+		}
+		// configure's inputs are the same on both sides.
+		if !tc.opts.Meson {
+			h1, err1 := b.configHash(c.Hash, tc.opts)
+			h2, err2 := b.configHash(parent, tc.opts)
+			if err1 != nil || err2 != nil || h1 != h2 {
+				t.Errorf("configure hash %s (%v) at 72740099, %s (%v) at its parent: configure would re-run", h1, err1, h2, err2)
+			}
+		}
+	}
 }
