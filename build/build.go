@@ -339,9 +339,17 @@ func (b *Builder) compile(ctx context.Context, s *session, wt *worktree, commit 
 			return fresh, err
 		}
 	}
+	dirs, err := makeDirs(wt.src(), o)
+	if err != nil {
+		return fresh, &Error{Commit: commit, Phase: "make", LogPath: s.logPath, Tail: err.Error() + "\n", Err: err}
+	}
 	s.setPhase("make")
-	c := makeCommand(wt, o)
-	return fresh, s.run(ctx, "make", c.dir, b.env(), c.name, c.args...)
+	for _, c := range makeCommands(wt, o, dirs) {
+		if err := s.run(ctx, "make", c.dir, b.env(), c.name, c.args...); err != nil {
+			return fresh, err
+		}
+	}
+	return fresh, nil
 }
 
 // command is a build command: what runs, with which arguments, where.
@@ -369,6 +377,36 @@ func configureCommand(wt *worktree, o Options, cc string) command {
 // makeCommand compiles in the build directory.
 func makeCommand(wt *worktree, o Options) command {
 	return command{dir: wt.build(), name: "make", args: []string{"-j", fmt.Sprint(o.jobs()), rpathdir}}
+}
+
+// makeCommands are the makes of a configure build: at the top when o.All,
+// then in each of dirs (makeDirs), one after the other.
+func makeCommands(wt *worktree, o Options, dirs []string) []command {
+	return inDirs(makeCommand(wt, o), o.All, dirs)
+}
+
+// installCommands are the make installs of a full install below destdir,
+// in the directories makeCommands made.
+func installCommands(wt *worktree, o Options, destdir string, dirs []string) []command {
+	if o.Meson {
+		return []command{installCommand(wt, o, destdir)}
+	}
+	return inDirs(installCommand(wt, o, destdir), o.All, dirs)
+}
+
+// inDirs is c run at the top of the build tree (when top) and then in
+// each of dirs.
+func inDirs(c command, top bool, dirs []string) []command {
+	var cs []command
+	if top {
+		cs = append(cs, c)
+	}
+	for _, d := range dirs {
+		cd := c
+		cd.dir = filepath.Join(c.dir, filepath.FromSlash(d))
+		cs = append(cs, cd)
+	}
+	return cs
 }
 
 // installCommand installs the build below destdir (DESTDIR), which
@@ -556,9 +594,17 @@ func (b *Builder) stageInstall(ctx context.Context, s *session, wt *worktree, o 
 		if _, err := ownedDir(stage, b.BuildAs); err != nil {
 			return "", 0, err
 		}
-		c := installCommand(wt, o, stage)
-		if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
-			return "", 0, err
+		var dirs []string
+		if !o.Meson {
+			var err error
+			if dirs, err = makeDirs(wt.src(), o); err != nil {
+				return "", 0, err
+			}
+		}
+		for _, c := range installCommands(wt, o, stage, dirs) {
+			if err := s.run(ctx, "install", c.dir, b.env(), c.name, c.args...); err != nil {
+				return "", 0, err
+			}
 		}
 	}
 	if dropping(b.BuildAs) {

@@ -171,6 +171,19 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkServer(t, baseInst, "PostgreSQL 15.")
+	// What pgbisect runs is installed, and only that (Options.All unset).
+	for _, p := range []string{"bin/postgres", "bin/initdb", "bin/pg_ctl", "bin/psql", "bin/pgbench",
+		"lib/libpq.so.5", "lib/postgresql/plpgsql.so", "lib/postgresql/dict_snowball.so", "share/postgresql/timezone/UTC",
+		"share/postgresql/postgres.bki", "share/postgresql/postgresql.conf.sample", "share/postgresql/extension/plpgsql.control"} {
+		if _, err := os.Stat(filepath.Join(baseInst.Prefix, p)); err != nil {
+			t.Errorf("the install lacks %s: %v", p, err)
+		}
+	}
+	for _, p := range []string{"bin/pg_dump", "bin/ecpg", "bin/pg_upgrade", "bin/createdb"} {
+		if _, err := os.Stat(filepath.Join(baseInst.Prefix, p)); err == nil {
+			t.Errorf("the install has %s, which pgbisect never runs", p)
+		}
+	}
 
 	// (a) one backend .c file changes: an incremental build.
 	one := f.commit(t, "copyfrom.c: add a comment", 1, map[string]func(string) (string, error){

@@ -65,8 +65,9 @@ type partialInstall struct {
 // other file may be installed as it is (a header, a .sql script, a sample
 // configuration, time zone data) or change what is installed (a Makefile,
 // configure's inputs), and installs everything. Partial installs are made
-// by configure builds only, which never read meson's files.
-func fullInstallBecause(sourceChanges, noCompile []string) string {
+// by configure builds only; the paths such a build never reads
+// (measuredIgnores) need nothing either.
+func fullInstallBecause(sourceChanges, noCompile []string, o Options) string {
 	for _, p := range sourceChanges {
 		base := path.Base(p)
 		switch {
@@ -78,7 +79,7 @@ func fullInstallBecause(sourceChanges, noCompile []string) string {
 				return p + " changed (an input of configure)"
 			}
 		}
-		if !compiled(p, noCompile) || mesonFile(p) {
+		if !compiled(p, noCompile) || measuredIgnores(p, o) {
 			continue
 		}
 		switch path.Ext(p) {
@@ -175,7 +176,7 @@ func (b *Builder) planPartial(wt *worktree, prev worktreeState, commit string, o
 	if err != nil {
 		return nil, "comparing with the last build: " + err.Error()
 	}
-	if why := fullInstallBecause(changes, o.noCompile()); why != "" {
+	if why := fullInstallBecause(changes, o.noCompile(), o); why != "" {
 		return nil, why
 	}
 	if !dropping(b.BuildAs) {

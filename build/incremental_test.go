@@ -40,7 +40,7 @@ func TestFullInstallBecause(t *testing.T) {
 		{[]string{"src/backend/meson.build", "meson_options.txt"}, false},
 		{[]string{"src/backend/meson.build", "src/backend/Makefile"}, true},
 	} {
-		why := fullInstallBecause(tc.paths, DefaultNoCompile)
+		why := fullInstallBecause(tc.paths, DefaultNoCompile, Options{})
 		if (why != "") != tc.full {
 			t.Errorf("fullInstallBecause(%q) = %q, want full %v", tc.paths, why, tc.full)
 		}

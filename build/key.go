@@ -94,16 +94,18 @@ func finishKey(hash, source string, memo map[string]string, walked []string) Key
 }
 
 // configureIgnores reports whether a commit whose compiled changes are
-// paths changes only meson's files in a tree built with configure, so
-// that its install is its parent's (configure and make never read them).
-// The commit cannot have added or removed the configure script (that path
-// would be among the changes), so its parent builds with configure too.
+// paths changes only files a configure build under opts never reads
+// (measuredIgnores: meson's files, and the sources of programs it does not
+// make) in a tree built with configure, so that its install is its
+// parent's. The commit cannot have added or removed the configure script
+// (that path would be among the changes), so its parent builds with
+// configure too.
 func configureIgnores(r *Repo, hash string, paths, noCompile []string, opts Options) (bool, error) {
 	if opts.Meson {
 		return false, nil
 	}
 	for _, p := range paths {
-		if compiled(p, noCompile) && !mesonFile(p) {
+		if compiled(p, noCompile) && !measuredIgnores(p, opts) {
 			return false, nil
 		}
 	}

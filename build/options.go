@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +31,17 @@ type Options struct {
 	// so they are part of the key of the builds that need them and absent
 	// (leaving keys unchanged) for those that do not.
 	CompatCFLAGS string `json:"compat_cflags,omitempty" yaml:"-"`
+	// All makes and installs the whole tree, as a plain make && make
+	// install does (contrib excepted). Without it a configure build makes
+	// and installs only what pgbisect runs (MeasuredDirs): the server,
+	// initdb, pg_ctl, psql, pgbench, libpq, the procedural languages and
+	// what those need at run time; commits that change only the rest
+	// (ecpg, pg_dump, pg_upgrade, the other client programs, the test
+	// programs) then build as their parent. Meson builds build everything.
+	All bool `json:"all,omitempty" yaml:"all"`
+	// Contrib names contrib modules to make and install as well (e.g.
+	// pg_stat_statements) in a configure build; meson builds them all.
+	Contrib []string `json:"contrib,omitempty" yaml:"contrib"`
 	// Jobs is make's or ninja's parallelism; 0 means the number of CPUs.
 	Jobs int `json:"-" yaml:"jobs"`
 	// NoCompile lists path patterns whose changes cannot change the
@@ -70,7 +82,9 @@ var DefaultNoCompile = []string{
 
 // schemeVersion changes when the way pgbisect builds changes in a way that
 // changes installs, so old cache entries stop matching.
-const schemeVersion = "1"
+// 2: configure builds make and install only what pgbisect runs unless
+// Options.All.
+const schemeVersion = "2"
 
 // Hash returns a short hash (12 hex digits) of the options that change the
 // binaries. It names the worktree and is part of every build key.
@@ -92,6 +106,13 @@ func (o Options) normalized() Options {
 	if o.Meson && len(o.MesonOptions) > 0 {
 		n.MesonOptions = o.MesonOptions
 	}
+	if !o.Meson {
+		n.All = o.All
+		if len(o.Contrib) > 0 {
+			n.Contrib = slices.Sorted(slices.Values(o.Contrib))
+			n.Contrib = slices.Compact(n.Contrib)
+		}
+	}
 	return n
 }
 
@@ -104,6 +125,12 @@ func (o Options) String() string {
 	} else {
 		parts = append(parts, "configure")
 		parts = append(parts, o.Configure...)
+		if o.All {
+			parts = append(parts, "all")
+		}
+		for _, c := range o.Contrib {
+			parts = append(parts, "contrib/"+c)
+		}
 	}
 	if o.CFLAGS != "" {
 		parts = append(parts, "CFLAGS="+o.CFLAGS)

@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,48 +239,60 @@ func treeHash(t *testing.T, repo *Repo, commit string) string {
 	return c.TreeHash.String()
 }
 
-// TestKeyMesonOnlyRealHistory: 72740099 ("meson: fix openssl detection
-// issues in 6a30027") changes only meson.build. A configure build of it
-// is its parent's build (configure and make never read meson's files);
-// a meson build of it is its own. Before, the change also re-ran
-// configure, which then rebuilt everything.
-func TestKeyMesonOnlyRealHistory(t *testing.T) {
+// TestKeyUnmeasuredRealHistory: real commits whose changes a configure
+// build never reads build as their parent. 72740099 ("meson: fix openssl
+// detection issues in 6a30027") changes only meson.build, which configure
+// and make never read; before, it also re-ran configure, which then
+// rebuilt everything. a563c24c95 ("Allow pg_dump to include/exclude child
+// tables automatically") changes pg_dump, which pgbisect does not build
+// (Options.All does). A meson build builds both.
+func TestKeyUnmeasuredRealHistory(t *testing.T) {
 	bare := pghistory.Repo(t, pghistory.PG16)
 	repo, err := Open(context.Background(), bare, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	c, err := repo.Resolve("72740099")
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths, err := repo.changedPaths(plumbing.NewHash(c.Hash))
-	if err != nil || !slices.Equal(paths, []string{"meson.build"}) {
-		t.Fatalf("72740099 changes %q (%v), want only meson.build", paths, err)
-	}
-	parent := c.Parents[0]
 	for _, tc := range []struct {
-		opts   Options
-		source string
+		rev     string
+		changes []string
+		own     []Options // the options under which it has a build of its own
 	}{
-		{Options{}, parent},
-		{Options{Meson: true}, c.Hash},
+		{"72740099", []string{"meson.build"}, []Options{{All: true, Meson: true}, {Meson: true}}},
+		{"a563c24c95", []string{"doc/src/sgml/ref/pg_dump.sgml", "src/bin/pg_dump/pg_dump.c", "src/bin/pg_dump/t/002_pg_dump.pl"},
+			[]Options{{All: true}, {Meson: true}, {All: true, Meson: true}}},
 	} {
-		b := NewBuilder(repo, t.TempDir(), tc.opts, nil, nil)
-		k, err := b.Key(ctx, c.Hash)
+		c, err := repo.Resolve(tc.rev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.Source != tc.source || k.SameAsParent != (tc.source != c.Hash) {
-			t.Errorf("meson %v: key source %s (same as parent %v), want %s", tc.opts.Meson, Short(k.Source), k.SameAsParent, Short(tc.source))
+		paths, err := repo.changedPaths(plumbing.NewHash(c.Hash))
+		if err != nil || !slices.Equal(paths, tc.changes) {
+			t.Fatalf("%s changes %q (%v), want %q", tc.rev, paths, err, tc.changes)
 		}
-		// configure's inputs are the same on both sides.
-		if !tc.opts.Meson {
-			h1, err1 := b.configHash(c.Hash, tc.opts)
-			h2, err2 := b.configHash(parent, tc.opts)
-			if err1 != nil || err2 != nil || h1 != h2 {
-				t.Errorf("configure hash %s (%v) at 72740099, %s (%v) at its parent: configure would re-run", h1, err1, h2, err2)
+		parent := c.Parents[0]
+		for _, o := range []Options{{}, {All: true}, {Meson: true}, {All: true, Meson: true}, {Contrib: []string{"amcheck"}}} {
+			source := parent
+			for _, own := range tc.own {
+				if fmt.Sprint(own) == fmt.Sprint(o) {
+					source = c.Hash
+				}
+			}
+			b := NewBuilder(repo, t.TempDir(), o, nil, nil)
+			k, err := b.Key(ctx, c.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.Source != source || k.SameAsParent != (source != c.Hash) {
+				t.Errorf("%s with %s: key source %s (same as parent %v), want %s", tc.rev, o, Short(k.Source), k.SameAsParent, Short(source))
+			}
+			// configure's inputs are the same on both sides.
+			if !o.Meson {
+				h1, err1 := b.configHash(c.Hash, o)
+				h2, err2 := b.configHash(parent, o)
+				if err1 != nil || err2 != nil || h1 != h2 {
+					t.Errorf("%s: configure hash %s (%v), %s (%v) at its parent: configure would re-run", tc.rev, h1, err1, h2, err2)
+				}
 			}
 		}
 	}

@@ -24,7 +24,7 @@ func (s *buildFlagList) String() string     { return strings.Join(*s, " ") }
 func (s *buildFlagList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runBuild(ctx context.Context, env *Env) error {
-	fs := newFlags(env, "build", "[--repo DIR_OR_URL] [--state DIR] [--config FILE] [--configure-flag X ...] [--cflags S] [--jobs N] [--retry] REV...\n"+
+	fs := newFlags(env, "build", "[--repo DIR_OR_URL] [--state DIR] [--config FILE] [--configure-flag X ...] [--cflags S] [--all] [--jobs N] [--retry] REV...\n"+
 		"       pgbisect build --list\n"+
 		"       pgbisect build --prune [--max-age D] [--max-size BYTES]")
 	flags := addCommonFlags(fs)
@@ -37,6 +37,7 @@ func runBuild(ctx context.Context, env *Env) error {
 	fetch := fs.Bool("fetch", false, "fetch the branch from origin before resolving (a URL repository is fetched when a revision is unknown)")
 	list := fs.Bool("list", false, "list the cached builds")
 	prune := fs.Bool("prune", false, "remove cached builds older than --max-age or beyond --max-size")
+	all := fs.Bool("all", false, "make and install the whole tree, not only what pgbisect runs (default: config build.all)")
 	maxAge := fs.Duration("max-age", 0, "with --prune: remove builds older than `D` (default: config build.keep_max_age)")
 	maxSize := fs.Int64("max-size", 0, "with --prune: keep at most `BYTES` of builds (default: config build.keep_max_bytes)")
 	revs, err := parseFlags(fs, env)
@@ -58,6 +59,9 @@ func runBuild(ctx context.Context, env *Env) error {
 	}
 	if *meson {
 		cfg.Build.Meson = true
+	}
+	if *all {
+		cfg.Build.All = true
 	}
 	switch {
 	case *list && *prune:

@@ -69,9 +69,9 @@ type Config struct {
 }
 
 // Build is the build section: the builder's own options (build.Options:
-// configure, cflags, meson, meson_options, jobs, no_compile; their
-// defaults are none, empty, false, none, the number of CPUs and
-// build.DefaultNoCompile) and how builds are bounded and kept. Changing an
+// configure, cflags, meson, meson_options, all, contrib, jobs, no_compile;
+// their defaults are none, empty, false, none, false (only what pgbisect
+// runs), none, the number of CPUs and build.DefaultNoCompile) and how builds are bounded and kept. Changing an
 // option that changes the binaries changes the build key, so builds with
 // other options are cached separately.
 type Build struct {
@@ -268,7 +268,7 @@ func Load(data []byte, name string) (*Config, error) {
 }
 
 var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db_run_as", "db", "build", "bench", "stats", "github", "nightly",
-	"configure", "cflags", "meson", "meson_options", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
+	"configure", "cflags", "meson", "meson_options", "all", "contrib", "jobs", "no_compile", "timeout", "keep_max_age", "keep_max_bytes",
 	"client_bin", "keep_clusters", "alpha", "confidence", "min_effect", "start_samples", "batch", "max_samples", "max_time",
 	"api_url", "labels", "report_url", "poll", "handle", "allow", "rate_limit", "dashboard_url", "schedule", "time_zone", "scenarios",
 	"web", "private"}
@@ -276,6 +276,9 @@ var knownKeys = []string{"repo", "branch", "state_dir", "run_as", "db_run_as", "
 func (c *Config) validate() error {
 	if c.DBRunAs == c.RunAs {
 		return fmt.Errorf("db_run_as and run_as are both %q: the results store must run as another OS user than the benchmark servers, so that a scenario's steps cannot reach it", c.RunAs)
+	}
+	if err := build.CheckContrib(c.Build.Contrib); err != nil {
+		return err
 	}
 	if c.Build.Jobs < 0 {
 		return errors.New("build.jobs must be 0 (all CPUs) or more")
