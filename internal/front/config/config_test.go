@@ -16,6 +16,8 @@ func TestLoadErrors(t *testing.T) {
 		{"type", "build:\n  jobs: many\n", "pgbisect.yaml:2:"},
 		{"range", "stats:\n  min_effect: 3\n", "stats.min_effect 3 is out of range"},
 		{"tz", "nightly:\n  time_zone: Mars/Olympus\n", `nightly.time_zone "Mars/Olympus"`},
+		{"contrib", "build:\n  contrib: [../../src/bin]\n", `build.contrib: "../../src/bin" is not a contrib module's name`},
+		{"contrib key", "build:\n  contribs: [amcheck]\n", `unknown key "contribs" (did you mean "contrib"?)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
