@@ -379,10 +379,11 @@ func makeCommand(wt *worktree, o Options) command {
 	return command{dir: wt.build(), name: "make", args: []string{"-j", fmt.Sprint(o.jobs()), rpathdir}}
 }
 
-// makeCommands are the makes of a configure build: at the top when o.All,
+// makeCommands are the makes of a configure build: at the top when o.All
+// or when dirs is nil (a tree without PostgreSQL's layout),
 // then in each of dirs (makeDirs), one after the other.
 func makeCommands(wt *worktree, o Options, dirs []string) []command {
-	return inDirs(makeCommand(wt, o), o.All, dirs)
+	return inDirs(makeCommand(wt, o), o.All || dirs == nil, dirs)
 }
 
 // installCommands are the make installs of a full install below destdir,
@@ -391,7 +392,7 @@ func installCommands(wt *worktree, o Options, destdir string, dirs []string) []c
 	if o.Meson {
 		return []command{installCommand(wt, o, destdir)}
 	}
-	return inDirs(installCommand(wt, o, destdir), o.All, dirs)
+	return inDirs(installCommand(wt, o, destdir), o.All || dirs == nil, dirs)
 }
 
 // inDirs is c run at the top of the build tree (when top) and then in

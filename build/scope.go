@@ -72,6 +72,10 @@ func makeDirs(src string, o Options) ([]string, error) {
 			}
 		}
 	}
+	if !o.All && !slices.Contains(dirs, "src/backend") {
+		// Not PostgreSQL's layout (a test's tree): made at the top, whole.
+		return nil, nil
+	}
 	for _, c := range o.Contrib {
 		d := "contrib/" + c
 		if !exists(filepath.Join(src, "contrib", c, "Makefile")) {
