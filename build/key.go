@@ -69,11 +69,11 @@ func sourceFor(ctx context.Context, r *Repo, hash string, opts Options, memo map
 			return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
 		}
 		if changesCompiled(paths, noCompile) {
-			configureOnly, err := configureIgnores(r, cur.Hash, paths, noCompile, opts)
+			ignored, err := configureIgnores(r, cur.Hash, paths, noCompile, opts)
 			if err != nil {
 				return Key{}, fmt.Errorf("build key of %s: %w", c.Short(), err)
 			}
-			if !configureOnly {
+			if !ignored {
 				break
 			}
 		}

@@ -33,7 +33,7 @@ type Options struct {
 	CompatCFLAGS string `json:"compat_cflags,omitempty" yaml:"-"`
 	// All makes and installs the whole tree, as a plain make && make
 	// install does (contrib excepted). Without it a configure build makes
-	// and installs only what pgbisect runs (MeasuredDirs): the server,
+	// and installs only what pgbisect runs (measuredDirs, scope.go): the server,
 	// initdb, pg_ctl, psql, pgbench, libpq, the procedural languages and
 	// what those need at run time; commits that change only the rest
 	// (ecpg, pg_dump, pg_upgrade, the other client programs, the test
